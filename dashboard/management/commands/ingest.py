@@ -1,0 +1,64 @@
+"""``manage.py ingest PATH... [--format F] [--source NAME]``: store agent logs in the dashboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from dashboard.management.progress import ProgressBar
+from dashboard.models import IngestJob
+from dashboard.services.ingest import ingest_paths, input_size
+from projections.formats import FORMAT_NAMES
+
+
+class Command(BaseCommand):
+    help = "Ingest agent logs (files or folders); detects each file's format unless --format is given."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path, help="Files or folders to read.")
+        parser.add_argument("--format", choices=FORMAT_NAMES, help="Read every file as this format.")
+        parser.add_argument("--source", default="local", help="The source (agent host) to file them under.")
+        parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        paths: list[Path] = options["paths"]
+        job = IngestJob.objects.create(
+            kind=IngestJob.Kind.COMMAND,
+            status=IngestJob.Status.RUNNING,
+            label=", ".join(str(p) for p in paths)[:500],
+            source_name=options["source"],
+            format=options["format"] or "",
+            paths=[str(p) for p in paths],
+            started_at=timezone.now(),
+            bytes_total=input_size(paths),
+        )
+        bar = ProgressBar(job.bytes_total, label="ingest")
+        summary = ingest_paths(
+            paths=paths,
+            source_name=options["source"],
+            format=options["format"],
+            job=job,
+            on_progress=bar.advance,
+        )
+        bar.close()
+
+        if options["json"]:
+            result = summary.as_dict() | {"job": job.pk, "error_lines": [str(e) for e in summary.errors]}
+            self.stdout.write(json.dumps(result, indent=2))
+        else:
+            for error in summary.errors:
+                self.stderr.write(str(error))
+            counts = summary.as_dict()
+            self.stdout.write(
+                "{sessions} sessions ({sessions_added} new, {sessions_updated} updated, {sessions_unchanged} "
+                "unchanged), {events} events, {requests} requests added; {duplicates} duplicates skipped; "
+                "{errors} errors".format(**counts)
+            )
+            if not summary.events_added and not summary.requests_added and summary.duplicates:
+                self.stdout.write("Nothing new: everything in these files was already stored.")
+        if summary.errors and not summary.sessions:
+            raise CommandError(f"no session could be read; {len(summary.errors)} errors")

@@ -1,0 +1,35 @@
+"""``manage.py report --by session --json``: per-session token totals, for scripts and checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from dashboard.services.reports import session_report
+
+
+class Command(BaseCommand):
+    help = "Print token totals per session."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--by", choices=["session"], default="session")
+        parser.add_argument(
+            "--json", action="store_true", help="Print a JSON array (the default is a table)."
+        )
+        parser.add_argument("--source", help="Only sessions of this source.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        rows = session_report(source=options["source"])
+        if options["json"]:
+            self.stdout.write(json.dumps(rows, indent=2))
+            return
+        header = f"{'session':40} {'requests':>8} {'input':>10} {'output':>10} {'write':>10} {'read':>12}"
+        self.stdout.write(header)
+        for row in rows:
+            self.stdout.write(
+                f"{row['session_id'][:40]:40} {row['requests']:>8} {row['input_tokens']:>10} "
+                f"{row['output_tokens']:>10} {row['cache_creation_tokens']:>10} "
+                f"{row['cache_read_tokens']:>12}"
+            )

@@ -1,0 +1,22 @@
+"""The three roles as groups: viewer reads, operator uploads and re-folds, admin manages."""
+
+from __future__ import annotations
+
+from django.db import migrations
+
+ROLES = ("viewer", "operator", "admin")
+
+
+def create_roles(apps, schema_editor):  # type: ignore[no-untyped-def]
+    Group = apps.get_model("auth", "Group")
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+
+
+def remove_roles(apps, schema_editor):  # type: ignore[no-untyped-def]
+    apps.get_model("auth", "Group").objects.filter(name__in=ROLES).delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [("dashboard", "0001_initial"), ("auth", "0012_alter_user_first_name_max_length")]
+    operations = [migrations.RunPython(create_roles, remove_roles)]

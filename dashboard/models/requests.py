@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from django.db import models
+from django.urls import reverse
+
+from dashboard.models.sessions import Session
+
+
+class Request(models.Model):
+    """One provider call: what was sent (as block hashes) and what the provider reported."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="requests")
+    ordinal = models.PositiveIntegerField()
+    key = models.CharField(max_length=200, help_text="The source's own request id, or a derived stable key.")
+    lineage = models.CharField(max_length=20, default="main")
+    provider = models.CharField(max_length=40)
+    platform = models.CharField(max_length=40, blank=True)
+    api = models.CharField(max_length=20, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    first_token_at = models.DateTimeField(null=True, blank=True)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    # What was sent, when the source logged the body: cache-keying parameters, the ordered units
+    # ([block hash, tier, role, message index, block index, message id]) and the markers.
+    params = models.JSONField(default=dict, blank=True)
+    units = models.JSONField(default=list, blank=True)
+    markers = models.JSONField(default=list, blank=True)
+    has_body = models.BooleanField(default=False)
+
+    # Usage in exclusive buckets; null means "not reported", which is not 0.
+    uncached_input_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_5m_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_1h_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    usage_convention = models.CharField(max_length=20, blank=True)
+    usage_raw = models.JSONField(default=dict, blank=True, help_text="The source's own usage fields.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key"], name="request_unique_key")]
+        indexes = [
+            models.Index(fields=["session", "ordinal"], name="request_session_ordinal"),
+            models.Index(fields=["started_at"], name="request_started"),
+        ]
+        ordering = ["session", "ordinal"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}/{self.ordinal} {self.model}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("dashboard:request", args=[self.pk])
+
+    @property
+    def cache_write_tokens(self) -> int | None:
+        if self.cache_write_5m_tokens is None and self.cache_write_1h_tokens is None:
+            return None
+        return (self.cache_write_5m_tokens or 0) + (self.cache_write_1h_tokens or 0)
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        parts = (self.uncached_input_tokens, self.cache_read_tokens, self.cache_write_tokens)
+        if all(part is None for part in parts):
+            return None
+        return sum(part or 0 for part in parts)
+
+    @property
+    def hit_rate(self) -> float | None:
+        total = self.prompt_tokens
+        if self.cache_read_tokens is None or not total:
+            return None
+        return self.cache_read_tokens / total

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from django.db import models
+from django.urls import reverse
+
+from dashboard.models.sources import Source
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def top_level(self) -> SessionQuerySet:
+        return self.filter(parent__isnull=True)
+
+    def search(self, text: str) -> SessionQuerySet:
+        text = text.strip()
+        if not text:
+            return self
+        return self.filter(
+            models.Q(external_id__icontains=text)
+            | models.Q(title__icontains=text)
+            | models.Q(cwd__icontains=text)
+        )
+
+
+class Session(models.Model):
+    """One conversation or agent run, with summary columns kept for the list page."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="sessions")
+    external_id = models.CharField(max_length=200)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    parent_external_id = models.CharField(max_length=200, blank=True)
+    lineage = models.CharField(max_length=20, default="main")
+    title = models.CharField(max_length=300, blank=True)
+    cwd = models.CharField(max_length=500, blank=True)
+    format = models.CharField(max_length=40)
+    format_version = models.CharField(max_length=20, blank=True)
+    source_path = models.CharField(max_length=1000, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    unfoldable = models.TextField(blank=True, help_text="Why the log cannot be folded; empty when it can.")
+    crash_tail = models.TextField(blank=True, help_text="An incomplete last record that was dropped.")
+
+    # Summary columns, recomputed after each ingest so the list never aggregates events per request.
+    event_count = models.PositiveIntegerField(default=0)
+    request_count = models.PositiveIntegerField(default=0)
+    uncached_input_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cache_write_1h_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    hit_rate = models.FloatField(null=True, blank=True, help_text="Null when no provider usage was reported.")
+    warning_count = models.PositiveIntegerField(default=0)
+    models_used = models.CharField(max_length=500, blank=True, help_text="Comma-separated model names.")
+    last_activity = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "external_id"], name="session_unique_per_source"),
+        ]
+        indexes = [
+            models.Index(fields=["-last_activity", "id"], name="session_recent"),
+            models.Index(fields=["source", "-last_activity"], name="session_source_recent"),
+            models.Index(fields=["hit_rate"], name="session_hit_rate"),
+            models.Index(fields=["external_id"], name="session_external_id"),
+        ]
+        ordering = ["-last_activity", "-id"]
+
+    def __str__(self) -> str:
+        return self.title or self.external_id
+
+    def get_absolute_url(self) -> str:
+        return reverse("dashboard:session", args=[self.pk])
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    @property
+    def models_list(self) -> list[str]:
+        return [name for name in self.models_used.split(",") if name]
+
+
+class Event(models.Model):
+    """One event of a session's append-only log. Never updated; deleted only with its session."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=80)
+    time = models.DateTimeField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+    surface_op = models.JSONField(null=True, blank=True)
+    source_event_seqs = models.JSONField(null=True, blank=True)
+    ignorable = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="event_unique_seq")]
+        indexes = [models.Index(fields=["session", "type"], name="event_session_type")]
+        ordering = ["session", "seq"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.type}"

@@ -1,0 +1,1 @@
+"""Use cases that touch the database: ingest, summaries, folds, analyses."""

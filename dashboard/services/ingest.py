@@ -1,0 +1,328 @@
+"""Ingest: files in any supported format → sessions, events, requests and blocks in the database.
+
+Each session is written in its own transaction, so a session is either stored whole or not at all,
+and a bad session never takes its neighbours in the same file down with it. Ingest is idempotent:
+events are keyed by ``(session, seq)`` and requests by ``(session, key)``, so the same file twice
+adds nothing, and a log that has grown since adds only its new events.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
+from dashboard.services.blocks import BlockStore
+from dashboard.services.summaries import session_refresh_summary
+from projections.formats import read_sessions
+from projections.records import EventRecord, FormatError, LineError, RequestRecord, SessionImport
+
+BATCH_SIZE = 2000
+
+ProgressCallback = Callable[[int], None]
+"""Called with the number of input bytes finished since the last call."""
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest did; printed by the command and stored on the job."""
+
+    sessions_added: int = 0
+    sessions_updated: int = 0
+    sessions_unchanged: int = 0
+    events_added: int = 0
+    requests_added: int = 0
+    duplicates: int = 0
+    errors: list[LineError] = field(default_factory=list)
+    session_ids: list[int] = field(default_factory=list)
+
+    @property
+    def sessions(self) -> int:
+        return self.sessions_added + self.sessions_updated + self.sessions_unchanged
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "sessions": self.sessions,
+            "sessions_added": self.sessions_added,
+            "sessions_updated": self.sessions_updated,
+            "sessions_unchanged": self.sessions_unchanged,
+            "events": self.events_added,
+            "requests": self.requests_added,
+            "duplicates": self.duplicates,
+            "errors": len(self.errors),
+        }
+
+
+def input_size(paths: Iterable[Path]) -> int:
+    """Total bytes of the files under ``paths``, for a progress bar."""
+    total = 0
+    for path in paths:
+        if path.is_dir():
+            for folder, _dirs, files in os.walk(path):
+                total += sum(_file_size(Path(folder) / name) for name in files)
+        else:
+            total += _file_size(path)
+    return total
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def ingest_paths(
+    *,
+    paths: Iterable[Path],
+    source_name: str,
+    format: str | None = None,
+    job: IngestJob | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> IngestSummary:
+    """Read every session under ``paths`` and store it under the source ``source_name``.
+
+    Bad lines are collected in the summary (and on ``job`` when given); a path that cannot be read at
+    all is reported as an error naming it, and the other paths go on.
+    """
+    source, _ = Source.objects.get_or_create(name=source_name)
+    summary = IngestSummary()
+    blocks = BlockStore()
+    for path in paths:
+        if not path.exists():
+            summary.errors.append(
+                LineError(path=str(path), line=None, field="path", reason="no such file or folder")
+            )
+            continue
+        try:
+            _ingest_path(path, source, format, summary, blocks, on_progress)
+        except FormatError as error:
+            summary.errors.append(error.error)
+    link_parents(source)
+    if job is not None:
+        _record_on_job(job, summary)
+    return summary
+
+
+def _ingest_path(
+    path: Path,
+    source: Source,
+    format: str | None,
+    summary: IngestSummary,
+    blocks: BlockStore,
+    on_progress: ProgressCallback | None,
+) -> None:
+    finished: set[str] = set()
+    current = ""
+    for imported in read_sessions(path, format=format):
+        if on_progress and imported.path != current:
+            # Sessions arrive file by file, so a new path means the previous file is done.
+            if current and current not in finished:
+                finished.add(current)
+                on_progress(_file_size(Path(current)))
+            current = imported.path
+        ingest_session(imported, source=source, summary=summary, blocks=blocks)
+    if on_progress and current and current not in finished:
+        on_progress(_file_size(Path(current)))
+
+
+def ingest_session(
+    imported: SessionImport, *, source: Source, summary: IngestSummary, blocks: BlockStore | None = None
+) -> Session | None:
+    """Store one imported session atomically; return it, or ``None`` when it was rolled back."""
+    blocks = blocks or BlockStore()
+    if imported.fatal:
+        summary.errors.append(
+            LineError(path=imported.path, line=None, field="session", reason=imported.fatal)
+        )
+    errors_before = len(summary.errors)
+    try:
+        with transaction.atomic():
+            session = _write_session(imported, source, summary, blocks)
+    except FormatError as error:
+        # The log could not be read to its end: nothing of this session is kept, not half of it.
+        del summary.errors[errors_before:]
+        summary.errors.append(error.error)
+        blocks.rollback()
+        return None
+    except BaseException:
+        blocks.rollback()
+        raise
+    blocks.commit()
+    summary.session_ids.append(session.pk)
+    return session
+
+
+def _write_session(
+    imported: SessionImport, source: Source, summary: IngestSummary, blocks: BlockStore
+) -> Session:
+    session, created = Session.objects.select_for_update().get_or_create(
+        source=source,
+        external_id=imported.external_id[:200],
+        defaults=_session_fields(imported),
+    )
+    if not created:
+        # Facts that only grow: a later copy of the log may know more (an end, a title).
+        for name, value in _session_fields(imported).items():
+            if value and not getattr(session, name):
+                setattr(session, name, value)
+    stored_types = dict(Event.objects.filter(session=session).values_list("seq", "type"))
+    stored_keys = set(Request.objects.filter(session=session).values_list("key", flat=True))
+    next_ordinal = len(stored_keys)
+    events: list[Event] = []
+    requests: list[Request] = []
+    added_events = added_requests = 0
+
+    for item in imported.items:
+        if isinstance(item, EventRecord):
+            if item.seq in stored_types:
+                if stored_types[item.seq] != item.type:
+                    summary.errors.append(
+                        LineError(
+                            imported.path,
+                            item.line,
+                            "seq",
+                            f"seq {item.seq} is stored as {stored_types[item.seq]!r} but the file has "
+                            f"{item.type!r} here; the stored log is kept",
+                        )
+                    )
+                summary.duplicates += 1
+                continue
+            stored_types[item.seq] = item.type
+            events.append(_event_row(session, item))
+            if len(events) >= BATCH_SIZE:
+                added_events += _flush(Event, events)
+        elif isinstance(item, RequestRecord):
+            if item.key in stored_keys:
+                summary.duplicates += 1
+                continue
+            stored_keys.add(item.key)
+            requests.append(_request_row(session, item, next_ordinal, blocks))
+            next_ordinal += 1
+            if len(requests) >= BATCH_SIZE // 10:
+                blocks.flush()
+                added_requests += _flush(Request, requests)
+        else:
+            summary.errors.append(item)
+
+    blocks.flush()
+    added_events += _flush(Event, events)
+    added_requests += _flush(Request, requests)
+    session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
+    session.crash_tail = imported.crash_tail or session.crash_tail
+    if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
+        session.ended_at = imported.ended_at
+    session_refresh_summary(session)
+
+    summary.events_added += added_events
+    summary.requests_added += added_requests
+    if created:
+        summary.sessions_added += 1
+    elif added_events or added_requests:
+        summary.sessions_updated += 1
+    else:
+        summary.sessions_unchanged += 1
+    return session
+
+
+def _session_fields(imported: SessionImport) -> dict[str, object]:
+    return {
+        "format": imported.format,
+        "format_version": imported.format_version,
+        "title": imported.title[:300],
+        "cwd": imported.cwd[:500],
+        "started_at": imported.started_at,
+        "ended_at": imported.ended_at,
+        "parent_external_id": (imported.parent_external_id or "")[:200],
+        "lineage": imported.lineage,
+        "source_path": imported.path[-1000:],
+    }
+
+
+def _event_row(session: Session, event: EventRecord) -> Event:
+    return Event(
+        session=session,
+        seq=event.seq,
+        type=event.type[:80],
+        time=event.time,
+        data=dict(event.data),
+        surface_op=event.surface_op,
+        source_event_seqs=list(event.source_event_seqs) if event.source_event_seqs is not None else None,
+        ignorable=event.ignorable,
+    )
+
+
+def _request_row(session: Session, record: RequestRecord, ordinal: int, blocks: BlockStore) -> Request:
+    row = Request(
+        session=session,
+        ordinal=ordinal,
+        key=record.key[:200],
+        lineage=record.lineage,
+        provider=record.provider,
+        platform=record.platform,
+        api=record.api,
+        model=record.model[:120],
+        started_at=record.started_at,
+        first_token_at=record.first_token_at,
+        status=record.status,
+    )
+    if record.usage is not None:
+        usage = record.usage
+        row.uncached_input_tokens = usage.uncached_input
+        row.cache_read_tokens = usage.cache_read
+        row.cache_write_5m_tokens = usage.cache_write_5m
+        row.cache_write_1h_tokens = usage.cache_write_1h
+        row.output_tokens = usage.output
+        row.usage_convention = usage.convention
+        row.usage_raw = dict(usage.raw)
+    if record.body is not None:
+        rendered = blocks.render(record)
+        row.has_body = True
+        row.params = rendered.params
+        row.units = rendered.units
+        row.markers = rendered.markers
+    return row
+
+
+def _flush(model: type[Event] | type[Request], rows: list[Event] | list[Request]) -> int:
+    count = len(rows)
+    if rows:
+        model.objects.bulk_create(rows)  # type: ignore[arg-type]
+        rows.clear()
+    return count
+
+
+def link_parents(source: Source) -> int:
+    """Attach subagent and forked sessions to their parent once both are stored; return how many."""
+    linked = 0
+    orphans = Session.objects.filter(source=source, parent__isnull=True).exclude(parent_external_id="")
+    for child in orphans.only("id", "parent_external_id"):
+        parent_id = (
+            Session.objects.filter(source=source, external_id=child.parent_external_id)
+            .values_list("id", flat=True)
+            .first()
+        )
+        if parent_id is not None and parent_id != child.pk:
+            linked += Session.objects.filter(pk=child.pk).update(parent_id=parent_id)
+    return linked
+
+
+def _record_on_job(job: IngestJob, summary: IngestSummary) -> None:
+    IngestError.objects.bulk_create(
+        IngestError(job=job, path=e.path[-1000:], line=e.line, field=e.field[:200], reason=e.reason)
+        for e in summary.errors
+    )
+    job.sessions_added = summary.sessions_added
+    job.sessions_updated = summary.sessions_updated
+    job.events_added = summary.events_added
+    job.requests_added = summary.requests_added
+    job.duplicates = summary.duplicates
+    job.error_count = len(summary.errors)
+    job.status = IngestJob.Status.DONE
+    job.finished_at = timezone.now()
+    job.save()

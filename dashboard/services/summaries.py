@@ -1,0 +1,49 @@
+"""The summary columns of a session, recomputed from its stored rows."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Max, Min, Sum
+
+from dashboard.models import Event, Request, Session
+
+
+def session_refresh_summary(session: Session) -> None:
+    """Recompute the list-page columns of ``session`` from its events, requests and warnings."""
+    usage = Request.objects.filter(session=session).aggregate(
+        requests=Count("id"),
+        uncached=Sum("uncached_input_tokens"),
+        read=Sum("cache_read_tokens"),
+        write_5m=Sum("cache_write_5m_tokens"),
+        write_1h=Sum("cache_write_1h_tokens"),
+        output=Sum("output_tokens"),
+        first_request=Min("started_at"),
+        last_request=Max("started_at"),
+    )
+    events = Event.objects.filter(session=session).aggregate(
+        count=Count("id"), first=Min("time"), last=Max("time")
+    )
+    models = (
+        Request.objects.filter(session=session)
+        .exclude(model="")
+        .order_by("model")
+        .values_list("model", flat=True)
+        .distinct()
+    )
+    session.request_count = usage["requests"]
+    session.uncached_input_tokens = usage["uncached"] or 0
+    session.cache_read_tokens = usage["read"] or 0
+    session.cache_write_1h_tokens = usage["write_1h"] or 0
+    session.cache_write_tokens = (usage["write_5m"] or 0) + session.cache_write_1h_tokens
+    session.output_tokens = usage["output"] or 0
+    reported = usage["read"] is not None
+    prompt = session.uncached_input_tokens + session.cache_read_tokens + session.cache_write_tokens
+    session.hit_rate = session.cache_read_tokens / prompt if reported and prompt else None
+    session.event_count = events["count"]
+    session.models_used = ",".join(models)[:500]
+    session.warning_count = session.warnings.count()
+    instants = [t for t in (events["last"], usage["last_request"], session.ended_at) if t is not None]
+    session.last_activity = max(instants) if instants else session.started_at
+    if session.started_at is None:
+        starts = [t for t in (events["first"], usage["first_request"]) if t is not None]
+        session.started_at = min(starts) if starts else None
+    session.save()

@@ -1,0 +1,165 @@
+"""Cachescope settings: every value comes from the environment, and none is required.
+
+With no configuration the dashboard runs on a SQLite file under ``CACHESCOPE_DATA_DIR`` and runs
+its background jobs in-process, so one command gives a working dashboard. ``DATABASE_URL`` and
+``CELERY_BROKER_URL`` switch to PostgreSQL and a real broker for a fleet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.env import env_bool, env_int, env_list, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("CACHESCOPE_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG and env_bool("CACHESCOPE_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY is not set; production settings need one from the environment")
+    # A per-install key kept in the data folder: sessions survive restarts without anyone having
+    # to invent a secret, and no key is ever committed.
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    _key_file = DATA_DIR / "secret_key"
+    if not _key_file.exists():
+        from django.core.management.utils import get_random_secret_key
+
+        _key_file.write_text(get_random_secret_key())
+        _key_file.chmod(0o600)
+    SECRET_KEY = _key_file.read_text().strip()
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django_htmx",
+    "template_partials",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = env_url("DATABASE_URL", {"postgres", "postgresql", "sqlite"})
+if _database_url:
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+else:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "cachescope.sqlite3",
+            # A file, not memory, so worker processes started by the tests see the test database.
+            "TEST": {"NAME": DATA_DIR / "test-cachescope.sqlite3"},
+            # WAL lets the page readers go on while an ingest writes; IMMEDIATE takes the write
+            # lock at BEGIN so two writers queue instead of failing half-way with "database is locked".
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+WHITENOISE_USE_FINDERS = True
+
+# Background jobs. Without a broker they run in the web process, right after the transaction that
+# enqueued them commits, so the embedded default needs nothing else installed.
+CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", {"redis", "rediss", "amqp", "amqps", "pyamqp", "memory"})
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ACKS_LATE = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ROUTES = {
+    "dashboard.tasks.ingest_*": {"queue": "ingest"},
+    "dashboard.tasks.fold_*": {"queue": "fold"},
+    "dashboard.tasks.refold_*": {"queue": "refold"},
+}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+
+# Ingestion limits, applied before anything is decompressed or parsed.
+CACHESCOPE_MAX_UPLOAD_BYTES = env_int("CACHESCOPE_MAX_UPLOAD_BYTES", 256 * 1024 * 1024, minimum=1)
+CACHESCOPE_MAX_LINE_BYTES = env_int("CACHESCOPE_MAX_LINE_BYTES", 64 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024, minimum=1024)
+
+# Security defaults; TLS-only settings switch on with CACHESCOPE_TLS behind a TLS proxy.
+_tls = env_bool("CACHESCOPE_TLS", False)
+SESSION_COOKIE_SECURE = _tls
+CSRF_COOKIE_SECURE = _tls
+SECURE_SSL_REDIRECT = _tls and env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _tls else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _tls
+SECURE_HSTS_PRELOAD = _tls
+if _tls:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+}

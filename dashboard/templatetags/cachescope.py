@@ -1,0 +1,145 @@
+"""Small display filters: token counts, percentages, durations and query-string edits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+from django.http import QueryDict
+
+from dashboard.roles import has_role
+
+register = template.Library()
+
+
+@register.filter
+def tokens(value: int | None) -> str:
+    """1234567 → '1.23M'; None → '—' (not reported is not zero)."""
+    if value is None:
+        return "—"
+    n = int(value)
+    for limit, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
+        if abs(n) >= limit:
+            return f"{n / limit:.3g}{suffix}"
+    return str(n)
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value * 100:.1f}%"
+
+
+@register.simple_tag(takes_context=True)
+def query(context: dict[str, Any], **changes: Any) -> str:
+    """The current query string with ``changes`` applied; a change to anything but the page resets it."""
+    params: QueryDict = context["request"].GET.copy()
+    if "page" not in changes:
+        params.pop("page", None)
+    for key, value in changes.items():
+        if value is None or value == "":
+            params.pop(key, None)
+        else:
+            params[key] = str(value)
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+@register.filter
+def role(user: Any, name: str) -> bool:
+    return has_role(user, name)
+
+
+@register.simple_tag(takes_context=True)
+def sort_state(context: dict[str, Any], key: str) -> str:
+    """'ascending', 'descending' or '' for the column ``key`` under the page's current sort."""
+    sort = context.get("sort", "")
+    if sort == key:
+        return "ascending"
+    if sort == f"-{key}":
+        return "descending"
+    return ""
+
+
+@register.simple_tag(takes_context=True)
+def sort_query(context: dict[str, Any], key: str) -> str:
+    """The query string that sorts by ``key``: descending first, then toggling on each click."""
+    current = context.get("sort", "")
+    return query(context, sort=key if current == f"-{key}" else f"-{key}")
+
+
+PREVIEW_CHARS = 240
+
+
+@register.filter
+def event_preview(data: Any) -> str:
+    """A one-line, plain-text glimpse of an event's data; the template escapes it."""
+    text = _first_text(data)
+    if text is None:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _first_text(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    message = data.get("message", data)
+    if isinstance(message, dict):
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict):
+                    for key in ("text", "arguments"):
+                        if isinstance(block.get(key), str):
+                            return str(block[key])
+    for key in ("summary", "line", "text"):
+        if isinstance(data.get(key), str):
+            return str(data[key])
+    return None
+
+
+UNIT_PREVIEW_CHARS = 4000
+INLINE_DATA_CHARS = 200
+
+
+@register.filter
+def unit_preview(canonical: str | None) -> str:
+    """A readable rendering of a unit's canonical JSON: its text when it has one, never a base64 wall."""
+    if not canonical:
+        return ""
+    try:
+        unit = json.loads(canonical)
+    except ValueError:
+        return canonical[:UNIT_PREVIEW_CHARS]
+    if isinstance(unit, dict) and isinstance(unit.get("text"), str):
+        text = unit["text"]
+    else:
+        text = json.dumps(_shrink_data(unit), ensure_ascii=False, indent=1)
+    return (
+        text
+        if len(text) <= UNIT_PREVIEW_CHARS
+        else text[:UNIT_PREVIEW_CHARS] + f"\n… ({len(text):,} characters)"
+    )
+
+
+def _shrink_data(value: Any) -> Any:
+    """Replace long inline data (base64 images, documents) with a size placeholder."""
+    if isinstance(value, dict):
+        return {
+            key: (
+                f"[{len(item):,} characters of data]"
+                if key in {"data", "image_url", "file_data"}
+                and isinstance(item, str)
+                and len(item) > INLINE_DATA_CHARS
+                else _shrink_data(item)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_shrink_data(item) for item in value]
+    return value

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from dashboard.views import ingest, overview, requests, sessions, warnings
+
+app_name = "dashboard"
+
+dashboard_patterns = [
+    path("", overview.overview, name="overview"),
+    path("sessions/", sessions.session_list, name="sessions"),
+    path("sessions/<int:session_id>/", sessions.session_detail, name="session"),
+    path("sessions/<int:session_id>/events/", sessions.session_events_hx, name="session_events"),
+    path("requests/", requests.request_list, name="requests"),
+    path("requests/<int:request_id>/", requests.request_detail, name="request"),
+    path("warnings/", warnings.warning_list, name="warnings"),
+    path("ingest/", ingest.ingest_page, name="ingest"),
+    path("ingest/<int:job_id>/", ingest.ingest_job, name="ingest_job"),
+]
+
+urlpatterns = [
+    path("", include((dashboard_patterns, "dashboard"))),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseStopPolling
+
+from dashboard.models import IngestJob
+from dashboard.roles import OPERATOR, has_role
+from dashboard.services.uploads import UploadRejected, upload_create_job
+from dashboard.views.sessions import _is_htmx
+from projections.formats import FORMAT_NAMES
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def clean(self, data: object, initial: object = None) -> list[object]:
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(item, initial) for item in data]
+        return [single(data, initial)]
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(help_text="Log files, or a .zip of a folder of logs.")
+    source = forms.SlugField(
+        max_length=100, initial="uploads", help_text="The agent host these logs come from."
+    )
+    format = forms.ChoiceField(
+        choices=[("", "detect")] + [(name, name) for name in FORMAT_NAMES], required=False
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def ingest_page(request: HttpRequest) -> HttpResponse:
+    can_upload = has_role(request.user, OPERATOR)
+    form = UploadForm()
+    if request.method == "POST":
+        if not can_upload:
+            return render(request, "403.html", {"reason": "Uploading needs the operator role."}, status=403)
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                job = upload_create_job(
+                    files=form.cleaned_data["files"],
+                    source_name=form.cleaned_data["source"],
+                    format=form.cleaned_data["format"] or None,
+                    user=request.user,
+                )
+            except UploadRejected as rejected:
+                form.add_error("files", str(rejected))
+            else:
+                return HttpResponseRedirect(job.get_absolute_url())
+    jobs = Paginator(IngestJob.objects.select_related("created_by"), 30).get_page(request.GET.get("page"))
+    context = {
+        "form": form,
+        "jobs": jobs,
+        "can_upload": can_upload,
+        "max_upload_mb": settings.CACHESCOPE_MAX_UPLOAD_BYTES // (1024 * 1024),
+    }
+    return render(request, "dashboard/ingest.html", context, status=400 if form.errors else 200)
+
+
+@require_GET
+def ingest_job(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(IngestJob, pk=job_id)
+    if _is_htmx(request):
+        status = HttpResponseStopPolling.status_code if job.is_finished else 200
+        return render(request, "dashboard/ingest_job.html#job-progress", {"job": job}, status=status)
+    errors = Paginator(job.errors.all(), 200).get_page(request.GET.get("page"))
+    return render(request, "dashboard/ingest_job.html", {"job": job, "errors": errors})

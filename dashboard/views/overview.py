@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from django.db.models import Count, Sum
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from dashboard.models import IngestJob, Session, Source, Warning
+
+
+@require_GET
+def overview(request: HttpRequest) -> HttpResponse:
+    totals = Session.objects.aggregate(
+        sessions=Count("id"),
+        events=Sum("event_count"),
+        requests=Sum("request_count"),
+        uncached=Sum("uncached_input_tokens"),
+        read=Sum("cache_read_tokens"),
+        write=Sum("cache_write_tokens"),
+        output=Sum("output_tokens"),
+    )
+    prompt = (totals["uncached"] or 0) + (totals["read"] or 0) + (totals["write"] or 0)
+    totals["hit_rate"] = (totals["read"] or 0) / prompt if prompt else None
+    sources = Source.objects.annotate(
+        session_total=Count("sessions"),
+        request_total=Sum("sessions__request_count"),
+        read_total=Sum("sessions__cache_read_tokens"),
+        uncached_total=Sum("sessions__uncached_input_tokens"),
+        write_total=Sum("sessions__cache_write_tokens"),
+    ).order_by("name")
+    context = {
+        "totals": totals,
+        "sources": sources,
+        "recent_sessions": Session.objects.select_related("source")[:8],
+        "recent_warnings": Warning.objects.select_related("session")[:5],
+        "recent_jobs": IngestJob.objects.all()[:5],
+    }
+    return render(request, "dashboard/overview.html", context)

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from dashboard.models import Block, Request
+from dashboard.views.sessions import _is_htmx
+
+REQUESTS_PER_PAGE = 100
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def request_list(request: HttpRequest) -> HttpResponse:
+    requests = Request.objects.select_related("session", "session__source").order_by("-started_at", "-id")
+    model = request.GET.get("model", "")
+    if model:
+        requests = requests.filter(model=model)
+    page = Paginator(requests, REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
+    template = "dashboard/request_list.html" + ("#request-table" if _is_htmx(request) else "")
+    return render(request, template, {"page": page, "model": model})
+
+
+@require_GET
+def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
+    call = get_object_or_404(Request.objects.select_related("session", "session__source"), pk=request_id)
+    hashes = [unit[0] for unit in call.units]
+    blocks = Block.objects.in_bulk(hashes)
+    units = [
+        {
+            "hash": unit[0],
+            "tier": unit[1],
+            "role": unit[2],
+            "message": unit[3],
+            "index": unit[4],
+            "block": blocks.get(unit[0]),
+        }
+        for unit in call.units
+    ]
+    siblings = Request.objects.filter(session=call.session_id)
+    context = {
+        "call": call,
+        "units": units,
+        "previous": siblings.filter(ordinal__lt=call.ordinal).order_by("-ordinal").first(),
+        "next": siblings.filter(ordinal__gt=call.ordinal).order_by("ordinal").first(),
+    }
+    return render(request, "dashboard/request_detail.html", context)

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from dashboard.models import IngestJob
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_ingest_prints_a_summary_and_records_a_job(dsh_log: Path) -> None:
+    out, _ = run("ingest", str(dsh_log), "--source", "laptop")
+    assert "1 sessions (1 new, 0 updated, 0 unchanged), 5 events" in out
+    job = IngestJob.objects.get()
+    assert (job.status, job.events_added, job.source_name) == ("done", 5, "laptop")
+
+
+def test_ingest_says_so_when_nothing_is_new(dsh_log: Path) -> None:
+    run("ingest", str(dsh_log))
+    out, _ = run("ingest", str(dsh_log))
+    assert "Nothing new" in out
+
+
+def test_ingest_json_summary_lists_each_bad_line(tmp_path: Path, dsh_log: Path) -> None:
+    broken = tmp_path / "broken" / "session.jsonl"
+    broken.parent.mkdir()
+    lines = dsh_log.read_text().splitlines()
+    lines[2] = "{not json"
+    broken.write_text("\n".join(lines) + "\n")
+    out, _ = run("ingest", str(broken), "--json")
+    result = json.loads(out)
+    assert result["errors"] == 1
+    assert result["error_lines"][0].startswith(f"{broken}:3:")
+
+
+def test_report_gives_one_object_per_session(dsh_log: Path) -> None:
+    run("ingest", str(dsh_log), "--source", "laptop")
+    out, _ = run("report", "--by", "session", "--json")
+    [row] = json.loads(out)
+    assert set(row) == {
+        "session_id",
+        "parent_session_id",
+        "source",
+        "format",
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "models",
+    }
+    assert (row["session_id"], row["source"], row["format"], row["parent_session_id"]) == (
+        "s1",
+        "laptop",
+        "dsh",
+        None,
+    )

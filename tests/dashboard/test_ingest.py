@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dashboard.models import Event, Session
+from dashboard.services.ingest import ingest_paths
+from tests.dashboard.logs import dsh_lines, write_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+def test_ingest_stores_a_session_with_its_events(dsh_log: Path) -> None:
+    summary = ingest_paths(paths=[dsh_log], source_name="laptop")
+    session = Session.objects.get(external_id="s1")
+    assert summary.sessions_added == 1
+    assert summary.events_added == 5
+    assert list(session.events.values_list("seq", flat=True)) == [0, 1, 2, 3, 4]
+    assert session.source.name == "laptop"
+    assert session.format == "dsh"
+    assert session.event_count == 5
+    assert session.cwd == "/work/project"
+
+
+def test_ingesting_the_same_file_twice_adds_nothing(dsh_log: Path) -> None:
+    ingest_paths(paths=[dsh_log], source_name="laptop")
+    second = ingest_paths(paths=[dsh_log], source_name="laptop")
+    assert (second.sessions_added, second.events_added, second.requests_added) == (0, 0, 0)
+    assert second.sessions_unchanged == 1
+    assert second.duplicates >= 5
+    assert Event.objects.count() == 5
+
+
+def test_a_grown_log_adds_only_its_new_events(tmp_path: Path) -> None:
+    path = tmp_path / "grow" / "session.jsonl"
+    write_jsonl(path, dsh_lines("grow", turns=1))
+    ingest_paths(paths=[path], source_name="laptop")
+    write_jsonl(path, dsh_lines("grow", turns=3))
+    summary = ingest_paths(paths=[path], source_name="laptop")
+    assert summary.sessions_updated == 1
+    assert summary.events_added == 4
+    assert Session.objects.get(external_id="grow").event_count == 7
+
+
+def test_corrupted_lines_are_reported_and_the_good_sessions_land(tmp_path: Path) -> None:
+    good = write_jsonl(tmp_path / "good" / "session.jsonl", dsh_lines("good", turns=2))
+    bad_path = tmp_path / "bad" / "session.jsonl"
+    lines = [json.dumps(line) for line in dsh_lines("bad", turns=2)]
+    lines[3] = lines[3][:25]  # a truncated line in the middle
+    bad_path.parent.mkdir(parents=True)
+    bad_path.write_text("\n".join(lines) + "\n")
+    summary = ingest_paths(paths=[good, bad_path], source_name="laptop")
+    assert Session.objects.filter(external_id="good").exists()
+    assert [(e.path, e.line) for e in summary.errors] == [(str(bad_path), 4)]
+
+
+def test_an_unknown_header_version_is_refused_with_the_file_named(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "future" / "session.jsonl", dsh_lines("future", turns=1, version=9))
+    summary = ingest_paths(paths=[path], source_name="laptop")
+    assert len(summary.errors) == 1
+    assert summary.errors[0].path == str(path)
+    assert "9" in summary.errors[0].reason
+    assert not Event.objects.filter(session__external_id="future").exists()
+
+
+def test_a_missing_path_is_an_error_and_the_other_paths_go_on(tmp_path: Path, dsh_log: Path) -> None:
+    summary = ingest_paths(paths=[tmp_path / "nope.jsonl", dsh_log], source_name="laptop")
+    assert summary.sessions_added == 1
+    assert summary.errors[0].reason == "no such file or folder"
