@@ -131,9 +131,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ROUTES = {
-    "dashboard.tasks.ingest_*": {"queue": "ingest"},
-    "dashboard.tasks.fold_*": {"queue": "fold"},
-    "dashboard.tasks.refold_*": {"queue": "refold"},
+    "dashboard.tasks.ingest*": {"queue": "ingest"},
+    "dashboard.tasks.fold*": {"queue": "fold"},
+    "dashboard.tasks.analyse*": {"queue": "fold"},
+    "dashboard.tasks.refold*": {"queue": "refold"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 

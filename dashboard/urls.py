@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.views import ingest, overview, requests, sessions, warnings
+from dashboard.views import ingest, overview, projections, requests, sessions, warnings
 
 app_name = "dashboard"
 
@@ -16,6 +16,8 @@ dashboard_patterns = [
     path("requests/", requests.request_list, name="requests"),
     path("requests/<int:request_id>/", requests.request_detail, name="request"),
     path("warnings/", warnings.warning_list, name="warnings"),
+    path("projections/", projections.projection_list, name="projections"),
+    path("projections/runs/<int:run_id>/", projections.fold_run, name="fold_run"),
     path("ingest/", ingest.ingest_page, name="ingest"),
     path("ingest/<int:job_id>/", ingest.ingest_job, name="ingest_job"),
 ]

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
 from dashboard.services.blocks import BlockStore
+from dashboard.services.followups import enqueue_session_followups
 from dashboard.services.summaries import session_refresh_summary
 from projections.formats import read_sessions
 from projections.records import EventRecord, FormatError, LineError, RequestRecord, SessionImport
@@ -155,6 +156,8 @@ def ingest_session(
         raise
     blocks.commit()
     summary.session_ids.append(session.pk)
+    session_id = session.pk
+    transaction.on_commit(lambda: enqueue_session_followups(session_id))
     return session
 
 

@@ -46,7 +46,7 @@ def test_a_real_worker_ingests_a_job_sent_through_the_broker(dsh_log: Path, tmp_
         celery_app.connection_for_write(broker) as conn,
     ):
         celery_app.send_task(
-            "dashboard.tasks.ingest_job_task", args=[job.pk], connection=conn, queue="ingest"
+            "dashboard.tasks.ingest_job", args=[job.pk], connection=conn, queue="ingest"
         )
         wait_for(lambda: IngestJob.objects.get(pk=job.pk).is_finished)
     job.refresh_from_db()

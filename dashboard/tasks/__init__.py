@@ -1,0 +1,9 @@
+"""Celery tasks, thin over the services: ids in, claim the job, call the service, record progress.
+
+Each task has an explicit name, so routing (``CELERY_TASK_ROUTES``) and messages already queued
+survive a module being moved.
+"""
+
+from dashboard.tasks.ingest import ingest_job_task
+
+__all__ = ["ingest_job_task"]
