@@ -242,6 +242,10 @@ class Migration(migrations.Migration):
                 ("units", models.JSONField(blank=True, default=list)),
                 ("markers", models.JSONField(blank=True, default=list)),
                 ("has_body", models.BooleanField(default=False)),
+                (
+                    "render_warnings",
+                    models.JSONField(blank=True, default=list, help_text="What rendering found amiss."),
+                ),
                 ("uncached_input_tokens", models.BigIntegerField(blank=True, null=True)),
                 ("cache_read_tokens", models.BigIntegerField(blank=True, null=True)),
                 ("cache_write_5m_tokens", models.BigIntegerField(blank=True, null=True)),

@@ -27,6 +27,7 @@ class Request(models.Model):
     units = models.JSONField(default=list, blank=True)
     markers = models.JSONField(default=list, blank=True)
     has_body = models.BooleanField(default=False)
+    render_warnings = models.JSONField(default=list, blank=True, help_text="What rendering found amiss.")
 
     # Usage in exclusive buckets; null means "not reported", which is not 0.
     uncached_input_tokens = models.BigIntegerField(null=True, blank=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.models import Block
-from projections.cache import render_request
+from projections.cache.units import render_request
 from projections.records import RequestRecord
 
 
@@ -22,6 +22,7 @@ class StoredRendering:
     params: dict[str, Any]
     units: list[list[Any]]
     markers: list[dict[str, Any]]
+    warnings: list[str]
 
 
 class BlockStore:
@@ -31,12 +32,14 @@ class BlockStore:
         self._pending: dict[str, Block] = {}
 
     def render(self, record: RequestRecord) -> StoredRendering:
-        """Render ``record``'s body into units, queue its unseen blocks, and return the row's fields."""
+        """Render ``record``'s body into units, queue its unseen blocks, and return the row's fields.
+
+        A unit row is ``[block hash, tier, role, message index, block index, message id, tokens]``;
+        tokens are calibrated to the provider's reported prompt total when usage is present.
+        """
         assert record.body is not None
-        rendered = render_request(record.provider, record.api, record.body)
-        units: list[list[Any]] = []
-        for unit in rendered.units:
-            block = unit.block
+        rendered = render_request(record.provider, record.api, record.body, usage=record.usage)
+        for block in rendered.blocks():
             seen = block.hash in self._known or block.hash in self._written
             if not seen and block.hash not in self._pending:
                 self._pending[block.hash] = Block(
@@ -46,11 +49,23 @@ class BlockStore:
                     chars=block.chars,
                     tokens=block.tokens,
                 )
-            units.append(
-                [block.hash, unit.tier, unit.role, unit.message_index, unit.block_index, unit.message_id]
+        units = [
+            list(row)
+            for row in zip(
+                rendered.block_hashes,
+                rendered.tiers,
+                rendered.roles,
+                rendered.message_indexes,
+                rendered.block_indexes,
+                rendered.message_ids,
+                rendered.tokens,
+                strict=True,
             )
+        ]
         markers = [{"position": m.position, "ttl": m.ttl, "automatic": m.automatic} for m in rendered.markers]
-        return StoredRendering(params=dict(rendered.params), units=units, markers=markers)
+        return StoredRendering(
+            params=dict(rendered.params), units=units, markers=markers, warnings=list(rendered.warnings)
+        )
 
     def flush(self) -> None:
         """Write the queued blocks that the database does not hold yet."""

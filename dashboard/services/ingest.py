@@ -20,6 +20,7 @@ from dashboard.models import Event, IngestError, IngestJob, Request, Session, So
 from dashboard.services.blocks import BlockStore
 from dashboard.services.followups import enqueue_session_followups
 from dashboard.services.summaries import session_refresh_summary
+from projections.cache.units import RenderError
 from projections.formats import read_sessions
 from projections.records import EventRecord, FormatError, LineError, RequestRecord, SessionImport
 
@@ -205,7 +206,7 @@ def _write_session(
                 summary.duplicates += 1
                 continue
             stored_keys.add(item.key)
-            requests.append(_request_row(session, item, next_ordinal, blocks))
+            requests.append(_request_row(session, item, next_ordinal, blocks, imported.path, summary))
             next_ordinal += 1
             if len(requests) >= BATCH_SIZE // 10:
                 blocks.flush()
@@ -260,7 +261,9 @@ def _event_row(session: Session, event: EventRecord) -> Event:
     )
 
 
-def _request_row(session: Session, record: RequestRecord, ordinal: int, blocks: BlockStore) -> Request:
+def _request_row(
+    session: Session, record: RequestRecord, ordinal: int, blocks: BlockStore, path: str, summary: IngestSummary
+) -> Request:
     row = Request(
         session=session,
         ordinal=ordinal,
@@ -284,11 +287,17 @@ def _request_row(session: Session, record: RequestRecord, ordinal: int, blocks: 
         row.usage_convention = usage.convention
         row.usage_raw = dict(usage.raw)
     if record.body is not None:
-        rendered = blocks.render(record)
-        row.has_body = True
-        row.params = rendered.params
-        row.units = rendered.units
-        row.markers = rendered.markers
+        try:
+            rendered = blocks.render(record)
+        except RenderError as error:
+            # The usage still counts; only the content analysis of this request is lost.
+            summary.errors.append(LineError(path, record.line, "request.body", str(error)))
+        else:
+            row.has_body = True
+            row.params = rendered.params
+            row.units = rendered.units
+            row.markers = rendered.markers
+            row.render_warnings = rendered.warnings
     return row
 
 
