@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import given
@@ -17,7 +18,7 @@ from projections.prices import (
 from projections.records import EventRecord
 
 
-def event(kind: str, data: dict[str, object], seq: int = 0) -> EventRecord:
+def event(kind: str, data: Mapping[str, object], seq: int = 0) -> EventRecord:
     return EventRecord(seq=seq, type=kind, time=None, data=data, surface_op="append")
 
 
