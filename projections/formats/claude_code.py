@@ -1,0 +1,474 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) in the dsh vocabulary.
+
+One API call spans several transcript lines (one per content block) sharing ``message.id`` and
+``requestId``; newer versions interleave the call's tool results between those lines and write a
+partial ``output_tokens`` on its first line. A call therefore becomes one ``assistant/message``
+(content merged from its lines, usage from the line with the largest ``output_tokens``) followed by
+its tool results, and one :class:`RequestRecord`. ``model: "<synthetic>"`` lines are written by the
+client, not the model, and are not calls. Subagents live in ``<session>/subagents/agent-*.jsonl``
+(or, in older layouts, ``agent-*.jsonl`` beside the sessions) or inline as ``isSidechain`` lines;
+each becomes its own session linked to its parent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from projections.formats.anthropic_blocks import to_dsh_blocks
+from projections.formats.lines import LogLines
+from projections.formats.times import parse_time
+from projections.records import (
+    JSON,
+    EventRecord,
+    Lineage,
+    LineError,
+    RequestRecord,
+    SessionImport,
+    SessionItem,
+    Usage,
+)
+from projections.usage import UsageError, anthropic_usage, usage_to_dsh
+
+FORMAT = "claude-code"
+SYNTHETIC_MODEL = "<synthetic>"
+TRANSCRIPT_TYPES = frozenset(
+    {"user", "assistant", "system", "summary", "file-history-snapshot", "progress", "queue-operation"}
+)
+"""Record kinds that identify a transcript; any other kind inside one is tolerated and skipped."""
+_HEAD_SCAN_LINES = 200
+_Keep = Callable[[dict[str, JSON]], bool]
+_SIDECHAIN_MARKERS = (b'"isSidechain":true', b'"isSidechain": true')
+
+
+@dataclass(slots=True)
+class _Head:
+    session_id: str = ""
+    agent_id: str = ""
+    cwd: str = ""
+    started_at: datetime | None = None
+    sidechain: bool = False
+
+
+def _scan_head(path: Path) -> _Head:
+    """Session facts from the first message lines (snapshot lines carry none)."""
+    head = _Head()
+    with LogLines(path) as log:
+        for count, line in enumerate(log.json_lines()):
+            if count >= _HEAD_SCAN_LINES:
+                break
+            value = line.value
+            if value is None or not isinstance(value.get("sessionId"), str):
+                continue
+            head.session_id = str(value["sessionId"])
+            head.cwd = str(value.get("cwd") or "")
+            head.agent_id = str(value.get("agentId") or "")
+            head.sidechain = value.get("isSidechain") is True
+            try:
+                head.started_at = parse_time(value.get("timestamp"))
+            except ValueError:
+                head.started_at = None
+            break
+    return head
+
+
+def read_claude_code(path: Path) -> Iterator[SessionImport]:
+    """The sessions of one transcript file: the session itself, then each inline sidechain."""
+    head = _scan_head(path)
+    stem = path.name.removesuffix(".jsonl")
+    if stem.startswith("agent-") or (head.sidechain and head.agent_id):
+        external_id = stem if stem.startswith("agent-") else f"agent-{head.agent_id}"
+        session = _session(path, head, external_id, head.session_id or None, "subagent")
+        session.items = _items(path, session, "subagent", lambda value: True)
+        yield session
+        return
+    main_id = head.session_id or stem
+    session = _session(path, head, main_id, None, "main")
+    session.items = _items(path, session, "main", lambda value: value.get("isSidechain") is not True)
+    yield session
+    for root, places in _sidechain_places(path).items():
+        side = _session(path, head, f"sidechain-{root}", main_id, "subagent")
+        side.started_at = None
+        side.items = _items_at(path, side, places)
+        yield side
+
+
+def _session(
+    path: Path, head: _Head, external_id: str, parent: str | None, lineage: Lineage
+) -> SessionImport:
+    return SessionImport(
+        external_id=external_id,
+        format=FORMAT,
+        path=str(path),
+        items=iter(()),
+        cwd=head.cwd,
+        started_at=head.started_at,
+        parent_external_id=parent,
+        lineage=lineage,
+    )
+
+
+def _items(path: Path, session: SessionImport, lineage: Lineage, keep: _Keep) -> Iterator[SessionItem]:
+    transcript = _Transcript(str(path), lineage, session)
+    with LogLines(path) as log:
+        for line in log.json_lines():
+            if line.error is not None:
+                yield line.error
+            elif line.value is not None and keep(line.value):
+                yield from transcript.feed(line.value, line.number)
+        session.crash_tail = log.crash_tail
+    yield from transcript.finish()
+
+
+def _sidechain_places(path: Path) -> dict[str, list[tuple[int, int]]]:
+    """Byte offset and line number of every inline sidechain line, grouped by the sidechain's root uuid."""
+    roots: dict[str, str] = {}
+    places: dict[str, list[tuple[int, int]]] = {}
+    with LogLines(path) as log:
+        for raw in log.raw_lines():
+            if raw.data is None or not any(marker in raw.data for marker in _SIDECHAIN_MARKERS):
+                continue
+            line = next(_decode([raw.data]), None)
+            if line is None or line.get("isSidechain") is not True:
+                continue
+            uuid = str(line.get("uuid") or f"line-{raw.number}")
+            parent = line.get("parentUuid")
+            root = roots.get(parent, uuid) if isinstance(parent, str) else uuid
+            roots[uuid] = root
+            places.setdefault(root, []).append((raw.offset, raw.number))
+    return places
+
+
+def _decode(chunks: list[bytes]) -> Iterator[dict[str, JSON]]:
+    for chunk in chunks:
+        try:
+            value = json.loads(chunk)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]]) -> Iterator[SessionItem]:
+    transcript = _Transcript(str(path), "subagent", session)
+    with LogLines(path) as log:
+        for offset, number in places:
+            raw = log.line_at(offset)
+            value = next(_decode([raw.data]), None) if raw is not None and raw.data is not None else None
+            if value is None:
+                yield LineError(str(path), number, "json", "sidechain line could not be read again")
+                continue
+            if session.started_at is None:
+                session.started_at = _time_or_none(value.get("timestamp"))
+            yield from transcript.feed(value, number)
+    yield from transcript.finish()
+
+
+def _time_or_none(value: JSON) -> datetime | None:
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class _Call:
+    key: tuple[str, str]
+    message_id: str
+    request_id: str
+    model: str
+    first_line: int
+    started_at: datetime | None
+    time: datetime | None
+    blocks: list[JSON] = field(default_factory=list)
+    usage: Usage | None = None
+    output: int = -1
+
+
+@dataclass(slots=True)
+class _Compaction:
+    compaction_id: str
+    pre_tokens: int | None
+    turn: int
+
+
+class _Transcript:
+    """Turns transcript lines, in order, into dsh events and request records."""
+
+    def __init__(self, path: str, lineage: Lineage, session: SessionImport) -> None:
+        self.path = path
+        self.lineage: Lineage = lineage
+        self.session = session
+        self.seq = 0
+        self.ordinal = 0
+        self.turn = 0
+        self.step = 0
+        self.surface: list[int] = []
+        self.tool_names: dict[str, str] = {}
+        self.pending: _Call | None = None
+        self.held: list[tuple[dict[str, JSON], int]] = []
+        self.done_keys: set[tuple[str, str]] = set()
+        self.compaction: _Compaction | None = None
+        self.model = ""
+
+    def _event(
+        self,
+        kind: str,
+        time: datetime | None,
+        data: dict[str, JSON],
+        line: int,
+        *,
+        surface_op: JSON = None,
+        sources: tuple[int, ...] | None = None,
+    ) -> EventRecord:
+        event = EventRecord(
+            seq=self.seq,
+            type=kind,
+            time=time,
+            data=data,
+            surface_op=surface_op,
+            source_event_seqs=sources,
+            line=line,
+        )
+        if surface_op == "append":
+            self.surface.append(self.seq)
+        self.seq += 1
+        if time is not None:
+            self.session.ended_at = time
+        return event
+
+    def _time(self, value: dict[str, JSON], number: int) -> tuple[datetime | None, LineError | None]:
+        try:
+            return parse_time(value.get("timestamp")), None
+        except ValueError as error:
+            return None, LineError(self.path, number, "timestamp", str(error))
+
+    def feed(self, value: dict[str, JSON], number: int) -> Iterator[SessionItem]:
+        """The items one transcript line completes (often none until its call ends)."""
+        kind = value.get("type")
+        if kind not in ("user", "assistant", "system"):
+            return
+        is_summary = kind == "user" and value.get("isCompactSummary") is True
+        if self.compaction is not None and not is_summary:
+            yield from self._end_compaction(None, number, "no compact summary followed the boundary")
+        time, bad_time = self._time(value, number)
+        if bad_time is not None:
+            yield bad_time
+        if kind == "assistant":
+            yield from self._assistant(value, number, time)
+        elif kind == "user":
+            yield from self._user(value, number, time, is_summary)
+        elif value.get("subtype") == "compact_boundary":
+            yield from self._flush()
+            yield from self._boundary(value, number, time)
+
+    def finish(self) -> Iterator[SessionItem]:
+        """The items still held at the end of the transcript."""
+        yield from self._flush()
+        if self.compaction is not None:
+            yield from self._end_compaction(None, None, "no compact summary followed the boundary")
+
+    def _assistant(self, value: dict[str, JSON], number: int, time: datetime | None) -> Iterator[SessionItem]:
+        message = value.get("message")
+        if not isinstance(message, dict):
+            yield LineError(self.path, number, "message", "an assistant line without a message object")
+            return
+        model = message.get("model")
+        if model == SYNTHETIC_MODEL:
+            return
+        message_id = str(message.get("id") or value.get("uuid") or f"line-{number}")
+        request_id = str(value.get("requestId") or "")
+        key = (message_id, request_id)
+        usage: Usage | None = None
+        if message.get("usage") is not None:
+            try:
+                usage = anthropic_usage(message.get("usage"))
+            except UsageError as error:
+                yield LineError(self.path, number, f"message.usage.{error.field}", error.reason)
+        if self.pending is None or self.pending.key != key:
+            if key in self.done_keys:
+                return  # a straggler of a call already emitted: its tokens are counted once
+            yield from self._flush()
+            self.pending = _Call(
+                key=key,
+                message_id=message_id,
+                request_id=request_id,
+                model=str(model or ""),
+                first_line=number,
+                started_at=time,
+                time=time,
+            )
+        call = self.pending
+        content = message.get("content")
+        call.blocks.extend(content if isinstance(content, list) else to_dsh_blocks(content))
+        call.time = time or call.time
+        if usage is not None and (usage.output or 0) > call.output:
+            call.usage = usage
+            call.output = usage.output or 0
+
+    def _flush(self) -> Iterator[SessionItem]:
+        call = self.pending
+        if call is None:
+            return
+        self.pending = None
+        self.done_keys.add(call.key)
+        self.step += 1
+        self.model = call.model or self.model
+        for block in call.blocks:
+            if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
+                self.tool_names[str(block.get("id", ""))] = str(block.get("name", ""))
+        data: dict[str, JSON] = {
+            "turn": self.turn,
+            "step": self.step,
+            "message": {"role": "assistant", "content": to_dsh_blocks(call.blocks, self.tool_names)},
+            "model": call.model,
+            "requestId": call.request_id,
+            "messageId": call.message_id,
+        }
+        if call.usage is not None:
+            data["usage"] = {"cacheWrite1hTokens": 0, **usage_to_dsh(call.usage)}
+        yield self._event("assistant/message", call.time, data, call.first_line, surface_op="append")
+        yield RequestRecord(
+            key=call.request_id or call.message_id,
+            ordinal=self.ordinal,
+            lineage=self.lineage,
+            provider="anthropic",
+            platform="anthropic",
+            api="messages",
+            model=call.model,
+            started_at=call.started_at,
+            usage=call.usage,
+            line=call.first_line,
+        )
+        self.ordinal += 1
+        held, self.held = self.held, []
+        for value, number in held:
+            time, _ = self._time(value, number)
+            yield from self._tool_results(value, number, time)
+
+    def _user(
+        self, value: dict[str, JSON], number: int, time: datetime | None, is_summary: bool
+    ) -> Iterator[SessionItem]:
+        message = value.get("message")
+        if not isinstance(message, dict):
+            yield LineError(self.path, number, "message", "a user line without a message object")
+            return
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else to_dsh_blocks(content)
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if results and len(results) == len(blocks) and not is_summary:
+            if self.pending is not None:
+                self.held.append((value, number))
+            else:
+                yield from self._tool_results(value, number, time)
+            return
+        yield from self._flush()
+        if results:
+            yield from self._tool_results(value, number, time)
+        rest = [b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")]
+        if is_summary:
+            yield from self._summary(value, number, time, rest)
+            return
+        meta = value.get("isMeta") is True
+        if not meta:
+            self.turn += 1
+            self.step = 0
+        source: dict[str, JSON] = {"kind": "user", "meta": True} if meta else {"kind": "user"}
+        data: dict[str, JSON] = {
+            "id": str(value.get("uuid") or f"line-{number}"),
+            "role": "user",
+            "content": to_dsh_blocks(rest, self.tool_names),
+            "source": source,
+        }
+        yield self._event("user/message", time, data, number, surface_op="append")
+
+    def _tool_results(
+        self, value: dict[str, JSON], number: int, time: datetime | None
+    ) -> Iterator[SessionItem]:
+        message = value.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        results = (
+            [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if isinstance(content, list)
+            else []
+        )
+        uuid = str(value.get("uuid") or f"line-{number}")
+        for index, block in enumerate(results):
+            data: dict[str, JSON] = {
+                "turn": self.turn,
+                "step": self.step,
+                "message": {
+                    "id": uuid if len(results) == 1 else f"{uuid}:{index}",
+                    "role": "tool",
+                    "content": to_dsh_blocks([block], self.tool_names),
+                },
+            }
+            yield self._event("tool/result", time, data, number, surface_op="append")
+
+    def _boundary(self, value: dict[str, JSON], number: int, time: datetime | None) -> Iterator[SessionItem]:
+        metadata = value.get("compactMetadata")
+        pre_tokens = metadata.get("preTokens") if isinstance(metadata, dict) else None
+        if pre_tokens is not None and (
+            isinstance(pre_tokens, bool) or not isinstance(pre_tokens, int) or pre_tokens < 0
+        ):
+            yield LineError(
+                self.path, number, "compactMetadata.preTokens", f"expected a count, got {pre_tokens!r}"
+            )
+            pre_tokens = None
+        compaction_id = str(value.get("uuid") or f"line-{number}")
+        self.compaction = _Compaction(compaction_id, pre_tokens, self.turn)
+        yield self._event(
+            "compaction/start", time, {"compactionId": compaction_id, "turn": self.turn}, number
+        )
+
+    def _summary(
+        self, value: dict[str, JSON], number: int, time: datetime | None, blocks: list[JSON]
+    ) -> Iterator[SessionItem]:
+        if self.compaction is None:
+            yield from self._boundary({"uuid": f"summary-{value.get('uuid', number)}"}, number, time)
+        compaction = self.compaction
+        assert compaction is not None
+        shadowed = tuple(self.surface)
+        dsh_blocks = to_dsh_blocks(blocks, self.tool_names)
+        text = "\n".join(
+            str(b.get("text", "")) for b in dsh_blocks if isinstance(b, dict) and b.get("type") == "text"
+        )
+        summary: dict[str, JSON] = {
+            "compactionId": compaction.compaction_id,
+            "summary": text,
+            "shadowedSeqs": list(shadowed),
+            "shadowedTokenCount": compaction.pre_tokens,
+            "provider": "anthropic",
+            "model": self.model,
+        }
+        if shadowed:
+            summary["shadowedRange"] = {"start": 0, "end": len(shadowed) - 1}
+        yield self._event("compaction/summary", time, summary, number)
+        checkpoint: dict[str, JSON] = {
+            "id": str(value.get("uuid") or f"line-{number}"),
+            "role": "user",
+            "content": dsh_blocks,
+            "source": {"kind": "plugin", "plugin": "compact"},
+        }
+        if shadowed:
+            replace: JSON = {"op": "replace", "start": 0, "end": len(shadowed) - 1}
+            yield self._event("user/message", time, checkpoint, number, surface_op=replace, sources=shadowed)
+            self.surface = [self.seq - 1]
+        else:
+            yield self._event("user/message", time, checkpoint, number, surface_op="append")
+        yield from self._end_compaction(time, number, None)
+
+    def _end_compaction(
+        self, time: datetime | None, number: int | None, error: str | None
+    ) -> Iterator[SessionItem]:
+        compaction = self.compaction
+        if compaction is None:
+            return
+        self.compaction = None
+        data: dict[str, JSON] = {"compactionId": compaction.compaction_id, "turn": compaction.turn}
+        if error:
+            data["error"] = error
+        yield self._event("compaction/end", time, data, number or 0)

@@ -1,0 +1,335 @@
+"""dsh session logs: ``session.jsonl`` and multi-frame ``session.jsonl.zstd`` (DESIGN §4).
+
+A header line, then one event per line. Versions 0, 3 and 4 are read; any other is refused.
+Packed chunk rows expand into ``assistant/chunk`` events; seqs must run contiguously from 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from projections.formats.lines import LogLines
+from projections.formats.times import parse_time
+from projections.records import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
+
+FORMAT = "dsh"
+SUPPORTED_VERSIONS = (0, 3, 4)
+PACKED_CHUNK_KINDS = {"text-chunks": "text", "reasoning-chunks": "reasoning", "tool-call-chunks": "tool-call"}
+CACHESCOPE_PREFIX = "cache/"
+"""Cachescope's own event namespace (DESIGN §4): accepted in any log, never unknown."""
+
+KNOWN_EVENT_TYPES = frozenset(
+    {
+        "agent-preset/selected",
+        "agent/inbox/spliced",
+        "approval/asked",
+        "approval/decided",
+        "approval/policy",
+        "assistant/attempt",
+        "assistant/chunk",
+        "assistant/message",
+        "command/done",
+        "command/run",
+        "compaction/end",
+        "compaction/prune",
+        "compaction/start",
+        "compaction/summary",
+        "feedback/message-delete",
+        "feedback/message-put",
+        "feedback/record",
+        "goal/change",
+        "hook/invoked",
+        "hook/result",
+        "llm/retry",
+        "llm/retry-started",
+        "permission/preset",
+        "plan/mode",
+        "request/context",
+        "request/header",
+        "sandbox/mode",
+        "schedule/change",
+        "session-log-deepseek/delivery-accepted",
+        "session/end-seed",
+        "session/title",
+        "session/title-llm-request",
+        "step/end",
+        "step/start",
+        "subagent/descriptor",
+        "subagent/model-selection-policy",
+        "system/message",
+        "team/member",
+        "team/message/delivered",
+        "team/message/queued",
+        "team/task",
+        "todo/write",
+        "tool-workflow/agent-end",
+        "tool-workflow/agent-start",
+        "tool-workflow/run-end",
+        "tool-workflow/run-start",
+        "tool/call",
+        "tool/code-dispatch",
+        "tool/code-dispatch-start",
+        "tool/result",
+        "turn/end",
+        "turn/start",
+        "user/message",
+        "web/deepseek-search-llm-request",
+    }
+)
+"""Event types of the dsh harness vocabulary; another type must be marked ``ignorable``."""
+
+
+class _BadField(ValueError):
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class DshHeader:
+    """The facts of a dsh header line."""
+
+    id: str
+    version: int
+    created_at: datetime
+    cwd: str
+    parent_session: str | None
+    title: str
+    delegation_depth: int
+
+
+def is_known_event_type(event_type: str) -> bool:
+    """Whether a fold can interpret ``event_type`` without an ``ignorable`` marker."""
+    return event_type in KNOWN_EVENT_TYPES or event_type.startswith(CACHESCOPE_PREFIX)
+
+
+def parse_header(value: dict[str, JSON], path: str, line: int) -> DshHeader:
+    """Validate a header object; raises :class:`FormatError` naming the field."""
+    if value.get("type") != "session":
+        raise FormatError(path, line, "type", f"missing header: first line has type {value.get('type')!r}")
+    version = value.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version not in SUPPORTED_VERSIONS:
+        known = ", ".join(str(v) for v in SUPPORTED_VERSIONS)
+        raise FormatError(path, line, "version", f"unsupported header version {version!r} (known: {known})")
+    session_id = value.get("id")
+    if not isinstance(session_id, str) or not session_id:
+        raise FormatError(path, line, "id", "the header has no session id")
+    try:
+        created_at = parse_time(value.get("createdAt"))
+    except ValueError as error:
+        raise FormatError(path, line, "createdAt", str(error)) from None
+    depth = value.get("delegationDepth", 0)
+    parent = value.get("parentSession")
+    cwd = value.get("cwd")
+    title = value.get("title")
+    return DshHeader(
+        id=session_id,
+        version=version,
+        created_at=created_at,
+        cwd=cwd if isinstance(cwd, str) else "",
+        parent_session=parent if isinstance(parent, str) and parent else None,
+        title=title if isinstance(title, str) else "",
+        delegation_depth=depth if isinstance(depth, int) and not isinstance(depth, bool) else 0,
+    )
+
+
+def read_header(path: Path) -> DshHeader:
+    """Read and validate the header of a dsh log (its first non-empty line)."""
+    with LogLines(path) as log:
+        for line in log.json_lines():
+            if line.error is not None:
+                raise FormatError(str(path), line.number, "header", f"unreadable header: {line.error.reason}")
+            assert line.value is not None
+            return parse_header(line.value, str(path), line.number)
+    raise FormatError(str(path), None, "header", "missing header: the log is empty")
+
+
+def _session_name(path: Path) -> str:
+    """A fallback external id for a refused log: its folder for ``<id>/session.jsonl``, else its stem."""
+    return path.parent.name if path.name.startswith("session.jsonl") else path.name.split(".")[0]
+
+
+def read_dsh_session(path: Path) -> SessionImport:
+    """One dsh session from ``path``; a refused header gives a session with ``fatal`` set and no items."""
+    try:
+        header = read_header(path)
+    except FormatError as error:
+        return SessionImport(
+            external_id=_session_name(path), format=FORMAT, path=str(path), items=iter(()), fatal=str(error)
+        )
+    session = SessionImport(
+        external_id=header.id,
+        format=FORMAT,
+        path=str(path),
+        items=iter(()),
+        format_version=str(header.version),
+        title=header.title,
+        cwd=header.cwd,
+        started_at=header.created_at,
+        parent_external_id=header.parent_session,
+        lineage="subagent" if header.delegation_depth > 0 else "main",
+    )
+    session.items = _session_items(path, session)
+    return session
+
+
+def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
+    name = str(path)
+    expected = 0
+    lost_lines = False
+    with LogLines(path) as log:
+        lines = log.json_lines()
+        next(lines, None)  # the header, validated by read_header
+        for line in lines:
+            if line.error is not None:
+                lost_lines = True
+                yield line.error
+                continue
+            assert line.value is not None
+            try:
+                events = decode_record(line.value, line.number)
+            except _BadField as bad:
+                lost_lines = True
+                yield LineError(name, line.number, bad.field, bad.reason)
+                continue
+            for event in events:
+                if event.seq == expected or (lost_lines and event.seq > expected):
+                    expected = event.seq + 1
+                    lost_lines = False
+                elif event.seq < expected:
+                    reason = f"seq {event.seq} repeats an earlier event (expected seq {expected}); dropped"
+                    yield LineError(name, line.number, "seq", reason)
+                    continue
+                else:
+                    reason = f"seq {event.seq} leaves a gap after seq {expected - 1}; dropped"
+                    yield LineError(name, line.number, "seq", reason)
+                    if not session.unfoldable:
+                        session.unfoldable = f"seq {event.seq}: gap after seq {expected - 1}"
+                    expected = event.seq + 1
+                    continue
+                if not event.ignorable and not is_known_event_type(event.type) and not session.unfoldable:
+                    session.unfoldable = (
+                        f"seq {event.seq}: unknown event type '{event.type}' without ignorable"
+                    )
+                if event.time is not None:
+                    session.ended_at = event.time
+                yield event
+        session.crash_tail = log.crash_tail
+
+
+def _int(value: JSON, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _BadField(field, f"expected a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _time(value: JSON, field: str) -> datetime:
+    try:
+        return parse_time(value)
+    except ValueError as error:
+        raise _BadField(field, str(error)) from None
+
+
+def _surface_op(value: JSON) -> JSON:
+    if value is None or value == "append":
+        return value
+    if isinstance(value, dict) and value.get("op") == "replace":
+        for start, end in (("start", "end"), ("startSeq", "endSeq")):
+            if start in value or end in value:
+                _int(value.get(start), f"surfaceOp.{start}")
+                _int(value.get(end), f"surfaceOp.{end}")
+                return value
+    raise _BadField("surfaceOp", f"expected 'append' or a replace with start/end, got {value!r}")
+
+
+def _source_seqs(value: JSON) -> tuple[int, ...] | None:
+    """``sourceEventSeqs``: seqs, where a ``[first, last]`` pair stands for an inclusive run."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _BadField("sourceEventSeqs", f"expected a list, got {type(value).__name__}")
+    seqs: list[int] = []
+    for entry in value:
+        if isinstance(entry, list) and len(entry) == 2:
+            first = _int(entry[0], "sourceEventSeqs")
+            last = _int(entry[1], "sourceEventSeqs")
+            if last < first:
+                raise _BadField("sourceEventSeqs", f"range {entry!r} runs backwards")
+            seqs.extend(range(first, last + 1))
+        else:
+            seqs.append(_int(entry, "sourceEventSeqs"))
+    return tuple(seqs)
+
+
+def decode_record(value: dict[str, JSON], line: int) -> list[EventRecord]:
+    """The events of one stored row: one event, or the members of a packed chunk row."""
+    kind = value.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise _BadField("type", f"expected a non-empty string, got {kind!r}")
+    if kind in PACKED_CHUNK_KINDS:
+        return _expand_chunks(value, PACKED_CHUNK_KINDS[kind], line)
+    data = value.get("data")
+    if not isinstance(data, dict):
+        raise _BadField("data", f"expected an object, got {type(data).__name__}")
+    ignorable = value.get("ignorable", False)
+    if not isinstance(ignorable, bool):
+        raise _BadField("ignorable", f"expected a boolean, got {ignorable!r}")
+    return [
+        EventRecord(
+            seq=_int(value.get("seq"), "seq"),
+            type=kind,
+            time=_time(value.get("time"), "time"),
+            data=data,
+            surface_op=_surface_op(value.get("surfaceOp")),
+            source_event_seqs=_source_seqs(value.get("sourceEventSeqs")),
+            ignorable=ignorable,
+            line=line,
+        )
+    ]
+
+
+def _expand_chunks(value: dict[str, JSON], kind: str, line: int) -> list[EventRecord]:
+    """Expand a packed row into one ``assistant/chunk`` per member.
+
+    The team's shape has one ``dt`` offset from ``time0`` per member. Rows written by the harness
+    itself carry one more member than ``dt`` entries, ``dt`` holding the gaps between consecutive
+    members; both are read.
+    """
+    seq0 = _int(value.get("seq0"), "seq0")
+    time0 = value.get("time0")
+    if isinstance(time0, bool) or not isinstance(time0, int):
+        raise _BadField("time0", f"expected epoch milliseconds, got {time0!r}")
+    data = value.get("data")
+    if not isinstance(data, dict):
+        raise _BadField("data", f"expected an object, got {type(data).__name__}")
+    offsets = data.get("dt")
+    if not isinstance(offsets, list) or any(isinstance(d, bool) or not isinstance(d, int) for d in offsets):
+        raise _BadField("data.dt", f"expected a list of integer milliseconds, got {offsets!r}")
+    chunks_key = "chunks" if "chunks" in data else "texts"
+    chunks = data.get(chunks_key)
+    if chunks is not None and (not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks)):
+        raise _BadField(f"data.{chunks_key}", "expected a list of strings")
+    if chunks is not None and len(chunks) == len(offsets) + 1:
+        times = [time0]
+        for gap in offsets:
+            times.append(times[-1] + gap)
+    elif chunks is None or len(chunks) == len(offsets):
+        times = [time0 + offset for offset in offsets]
+    else:
+        reason = f"{len(chunks)} chunks for {len(offsets)} dt offsets"
+        raise _BadField(f"data.{chunks_key}", reason)
+    events = []
+    for index, moment in enumerate(times):
+        member: dict[str, JSON] = {"kind": kind}
+        if chunks is not None:
+            member["chunk"] = chunks[index]
+        events.append(
+            EventRecord(
+                seq=seq0 + index, type="assistant/chunk", time=_time(moment, "time0"), data=member, line=line
+            )
+        )
+    return events

@@ -1,0 +1,109 @@
+"""Reading the request and response halves of a logged provider call, whatever wrapped them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from projections.formats.exchanges import BadRecord
+from projections.formats.sse import StreamSummary, anthropic_stream, openai_stream
+from projections.records import JSON
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFacts:
+    """What a response half states: its id, model, raw usage and HTTP status."""
+
+    id: str
+    model: str
+    usage: JSON
+    status: int | None
+    request_id: str
+
+
+def json_body(value: JSON, field: str) -> dict[str, JSON] | None:
+    """A JSON object body, decoding it when it was logged as text; ``None`` when absent."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise BadRecord(field, f"body is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise BadRecord(field, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def status_of(value: JSON, field: str) -> int | None:
+    """An HTTP status code, or ``None`` when not logged."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
+        raise BadRecord(field, f"expected an HTTP status, got {value!r}")
+    return int(value)
+
+
+def header(headers: JSON, name: str) -> str:
+    """A header value by case-insensitive name ("" when absent)."""
+    if not isinstance(headers, dict):
+        return ""
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value if isinstance(value, str) else ""
+    return ""
+
+
+def response_facts(response: JSON, provider: str, field: str = "response") -> ResponseFacts:
+    """Read a response logged as a body, or as ``{status_code|status, headers, body|body_raw}``."""
+    if response is None:
+        return ResponseFacts("", "", None, None, "")
+    if not isinstance(response, dict):
+        raise BadRecord(field, f"expected an object, got {type(response).__name__}")
+    wrapped = any(key in response for key in ("body", "body_raw", "status_code", "status", "headers"))
+    if not wrapped:
+        return _from_body(response, None, "")
+    status = status_of(response.get("status_code", response.get("status")), f"{field}.status_code")
+    request_id = header(response.get("headers"), "request-id") or header(
+        response.get("headers"), "x-request-id"
+    )
+    body = response.get("body")
+    if isinstance(body, str):
+        parsed = _maybe_json(body)
+        if parsed is None:
+            return _from_stream(body, provider, status, request_id)
+        body = parsed
+    if isinstance(body, dict):
+        return _from_body(body, status, request_id)
+    if body is not None:
+        raise BadRecord(f"{field}.body", f"expected an object or text, got {type(body).__name__}")
+    raw = response.get("body_raw")
+    if isinstance(raw, str):
+        return _from_stream(raw, provider, status, request_id)
+    return ResponseFacts("", "", None, status, request_id)
+
+
+def _maybe_json(text: str) -> dict[str, JSON] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _from_body(body: Mapping[str, JSON], status: int | None, request_id: str) -> ResponseFacts:
+    usage = body.get("usage", body.get("usageMetadata"))
+    error = "error" in body and body.get("type") == "error"
+    return ResponseFacts(
+        id=str(body.get("id") or ""),
+        model=str(body.get("model") or ""),
+        usage=None if error else usage,
+        status=status,
+        request_id=request_id,
+    )
+
+
+def _from_stream(text: str, provider: str, status: int | None, request_id: str) -> ResponseFacts:
+    summary: StreamSummary = anthropic_stream(text) if provider == "anthropic" else openai_stream(text)
+    return ResponseFacts(summary.id, summary.model, summary.usage, status, request_id)
