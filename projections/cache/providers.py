@@ -184,20 +184,44 @@ def is_material(reprocessed: int, prompt_total: int) -> bool:
     return reprocessed >= MATERIAL_TOKENS and reprocessed > MATERIAL_SHARE * prompt_total
 
 
-def predict_calls(calls: Sequence[CallInput], state: CacheState | None = None) -> list[Prediction]:
-    """Walk requests in the order given (by start time) with one cache state shared by all lineages."""
-    state = state if state is not None else CacheState()
-    previous: dict[str, CallInput] = {}
-    predictions: list[Prediction] = []
-    for call in calls:
+class CachePredictor:
+    """Walks requests in start order with one cache state shared by every lineage.
+
+    Lineages share the provider's cache (a subagent can read the main chain's tools and system
+    prompt), but each request is compared with the previous request of its own lineage.
+    """
+
+    def __init__(self, state: CacheState | None = None) -> None:
+        self.state = state if state is not None else CacheState()
+        self.previous: dict[str, CallInput] = {}
+
+    def expired_hashes(self, now: datetime | None) -> set[str]:
+        """Prefix hashes of entries that have expired by ``now``."""
+        if now is None:
+            return set()
+        moment = now.timestamp()
+        return {
+            key
+            for key, entry in self.state.entries.items()
+            if entry.expires_at is not None and entry.expires_at <= moment
+        }
+
+    def predict(self, call: CallInput) -> Prediction:
+        """Predict one request and update the cache state with what it reads and writes."""
         facts = cache_facts(call.platform, call.rendered.model, _day(call.started_at))
-        prev = previous.get(call.lineage)
+        prev = self.previous.get(call.lineage)
         if facts.family == "anthropic":
-            predictions.append(_predict_anthropic(state, call, prev, facts))
+            prediction = _predict_anthropic(self.state, call, prev, facts)
         else:
-            predictions.append(_predict_automatic(state, call, prev, facts))
-        previous[call.lineage] = call
-    return predictions
+            prediction = _predict_automatic(self.state, call, prev, facts)
+        self.previous[call.lineage] = call
+        return prediction
+
+
+def predict_calls(calls: Sequence[CallInput], state: CacheState | None = None) -> list[Prediction]:
+    """Predict every request in the order given (by start time) with one shared cache state."""
+    predictor = CachePredictor(state)
+    return [predictor.predict(call) for call in calls]
 
 
 def _day(moment: datetime | None) -> date | None:

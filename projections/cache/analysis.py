@@ -1,0 +1,264 @@
+"""One entry point over a lineage's requests: render, diff, classify, predict and self-check.
+
+``analyse_lineage(requests)`` gives, per request, everything the request page shows: the previous
+request's markers and what became of them, the first change with its cause and remedy, the
+credited / wire-allows / reported / predicted figures, the miss label and the warnings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from projections.cache.causes import Cause, classify_change
+from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
+from projections.cache.providers import CachePredictor, CallInput, Prediction, cache_facts
+from projections.cache.receipts import CreditRecord, WireReceipt, verify_wire_receipt
+from projections.cache.units import RenderedRequest, Tier, render_request
+from projections.cache.warnings import (
+    CacheWarning,
+    marker_limit,
+    model_error,
+    over_credit,
+    render_mismatch,
+    unexplained_miss,
+)
+from projections.records import JSON, RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerView:
+    """A breakpoint of the previous request and what became of it in this one."""
+
+    ordinal: int
+    position: int
+    tier: Tier
+    identity: str
+    prefix_tokens: int
+    status: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class FirstChange:
+    """Where this request first differs from the previous one of its lineage, and why."""
+
+    position: int
+    tier: Tier
+    identity: str
+    byte_offset: int | None
+    cause: Cause
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """The figures side by side; ``None`` where a figure is unknown."""
+
+    credited: int | None
+    wire_allows: int | None
+    reported_read: int | None
+    reported_write: int | None
+    predicted_read: int | None
+    predicted_write: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAnalysis:
+    """Everything Cachescope derives for one request."""
+
+    key: str
+    ordinal: int
+    lineage: str
+    model: str
+    markers: tuple[MarkerView, ...]
+    first_change: FirstChange | None
+    figures: Figures
+    label: str | None
+    label_detail: str
+    material: bool
+    warnings: tuple[CacheWarning, ...]
+    cacheability: Mapping[Tier, TierShare] = field(default_factory=dict)
+    rendered: RenderedRequest | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
+        figures = self.figures
+        change = self.first_change
+        return {
+            "ordinal": self.ordinal,
+            "lineage": self.lineage,
+            "model": self.model,
+            "markers": [
+                {
+                    "ordinal": m.ordinal,
+                    "position": m.position,
+                    "tier": m.tier,
+                    "prefix_tokens": m.prefix_tokens,
+                    "status": m.status,
+                }
+                for m in self.markers
+            ],
+            "first_change": None
+            if change is None
+            else {"position": change.position, "tier": change.tier, "cause": change.cause.label},
+            "figures": {
+                "credited": figures.credited,
+                "wire_allows": figures.wire_allows,
+                "reported_read": figures.reported_read,
+                "reported_write": figures.reported_write,
+                "predicted_read": figures.predicted_read,
+                "predicted_write": figures.predicted_write,
+            },
+            "label": self.label,
+        }
+
+
+class LineageAnalysis(list[RequestAnalysis]):
+    """The analyses of a lineage's requests, in order."""
+
+    def to_json(self) -> list[dict[str, JSON]]:
+        """Every request's analysis as plain JSON."""
+        return [analysis.to_json() for analysis in self]
+
+
+def analyse_lineage(
+    requests: Sequence[RequestRecord],
+    credits: Mapping[str, CreditRecord] | None = None,
+    receipts: Mapping[str, WireReceipt] | None = None,
+) -> LineageAnalysis:
+    """Analyse requests in the order given (start order); each is diffed against the previous
+    request of its own lineage, and one cache state is shared by all of them.
+
+    ``credits`` and ``receipts`` are the client's own records, keyed by request key.
+    """
+    credits = credits or {}
+    receipts = receipts or {}
+    predictor = CachePredictor()
+    previous: dict[str, RenderedRequest] = {}
+    out = LineageAnalysis()
+    for request in requests:
+        if request.body is None:
+            out.append(_usage_only(request, credits.get(request.key)))
+            continue
+        rendered = render_request(request.provider, request.api, request.body, usage=request.usage)
+        facts = cache_facts(request.platform, rendered.model)
+        prev = previous.get(request.lineage)
+        diff = None
+        if prev is not None:
+            diff = diff_requests(
+                prev,
+                rendered,
+                minimum=facts.minimum_tokens,
+                lookback=facts.lookback or 20,
+                expired_hashes=predictor.expired_hashes(request.started_at),
+            )
+        reported_read = request.usage.cache_read if request.usage is not None else None
+        prediction = predictor.predict(
+            CallInput(
+                request.key,
+                rendered,
+                request.platform,
+                request.lineage,
+                request.started_at,
+                request.first_token_at,
+                reported_read,
+            )
+        )
+        previous[request.lineage] = rendered
+        out.append(_analysis(request, rendered, prev, diff, prediction, credits.get(request.key), receipts))
+    return out
+
+
+def _analysis(
+    request: RequestRecord,
+    rendered: RenderedRequest,
+    prev: RenderedRequest | None,
+    diff: RequestDiff | None,
+    prediction: Prediction,
+    credit: CreditRecord | None,
+    receipts: Mapping[str, WireReceipt],
+) -> RequestAnalysis:
+    markers: tuple[MarkerView, ...] = ()
+    change: FirstChange | None = None
+    if diff is not None and prev is not None:
+        markers = tuple(
+            MarkerView(
+                s.marker.ordinal,
+                s.marker.position,
+                s.marker.tier,
+                s.marker.identity,
+                s.marker.prefix_tokens,
+                s.status,
+                s.why,
+            )
+            for s in diff.markers
+        )
+        if diff.first_change is not None:
+            unit = diff.first_change
+            change = FirstChange(
+                unit.position,
+                unit.tier,
+                unit.identity,
+                unit.byte_offset,
+                classify_change(prev, rendered, unit),
+            )
+    usage = request.usage
+    wire_allows = diff.wire_allows if diff is not None else None
+    figures = Figures(
+        credited=credit.credited_tokens if credit is not None else None,
+        wire_allows=wire_allows,
+        reported_read=usage.cache_read if usage is not None else None,
+        reported_write=usage.cache_write if usage is not None else None,
+        predicted_read=prediction.read,
+        predicted_write=prediction.write,
+    )
+    place = change.identity if change is not None else request.lineage
+    receipt = receipts.get(request.key)
+    warnings = [
+        marker_limit(request.key, request.lineage, len(rendered.markers)),
+        render_mismatch(request.key, request.lineage, verify_wire_receipt(receipt, rendered))
+        if receipt is not None
+        else None,
+        over_credit(request.key, place, figures.credited, wire_allows or 0),
+        unexplained_miss(
+            request.key,
+            request.lineage,
+            figures.reported_read,
+            prediction.read,
+            rendered.total_tokens,
+            identical_in_ttl=prediction.read > 0,
+        ),
+        model_error(
+            request.key, request.lineage, figures.reported_read, max(prediction.read, wire_allows or 0)
+        ),
+    ]
+    return RequestAnalysis(
+        key=request.key,
+        ordinal=request.ordinal,
+        lineage=request.lineage,
+        model=rendered.model,
+        markers=markers,
+        first_change=change,
+        figures=figures,
+        label=prediction.label,
+        label_detail=prediction.detail,
+        material=prediction.material,
+        warnings=tuple(w for w in warnings if w is not None),
+        cacheability=diff.cacheability if diff is not None else cacheability(rendered, 0),
+        rendered=rendered,
+    )
+
+
+def _usage_only(request: RequestRecord, credit: CreditRecord | None) -> RequestAnalysis:
+    usage = request.usage
+    figures = Figures(
+        credited=credit.credited_tokens if credit is not None else None,
+        wire_allows=None,
+        reported_read=usage.cache_read if usage is not None else None,
+        reported_write=usage.cache_write if usage is not None else None,
+        predicted_read=None,
+        predicted_write=None,
+    )
+    return RequestAnalysis(
+        request.key, request.ordinal, request.lineage, request.model, (), None, figures, None, "", False, ()
+    )
