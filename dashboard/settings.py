@@ -119,7 +119,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Without collectstatic (the embedded default) files are served straight from static/.
 WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Background jobs. Without a broker they run in the web process, right after the transaction that
 # enqueued them commits, so the embedded default needs nothing else installed.

@@ -6,10 +6,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from dashboard.celery import app as celery_app
 from dashboard.models import IngestJob, Session
 from dashboard.tasks import ingest_job_task
-from tests.dashboard.workers import broker_or_skip, wait_for, worker_process
+from tests.dashboard.workers import broker_or_skip, send_task, wait_for, worker_process
 
 
 def _queued_job(log: Path) -> IngestJob:
@@ -41,13 +40,8 @@ def test_ingest_task_leaves_a_finished_job_alone(dsh_log: Path) -> None:
 def test_a_real_worker_ingests_a_job_sent_through_the_broker(dsh_log: Path, tmp_path: Path) -> None:
     broker = broker_or_skip()
     job = _queued_job(dsh_log)
-    with (
-        worker_process(tmp_path / "worker.log", broker=broker),
-        celery_app.connection_for_write(broker) as conn,
-    ):
-        celery_app.send_task(
-            "dashboard.tasks.ingest_job", args=[job.pk], connection=conn, queue="ingest"
-        )
+    with worker_process(tmp_path / "worker.log", broker=broker):
+        send_task("dashboard.tasks.ingest_job", [job.pk], broker=broker, queue="ingest")
         wait_for(lambda: IngestJob.objects.get(pk=job.pk).is_finished)
     job.refresh_from_db()
     assert (job.status, job.sessions_added, job.events_added) == ("done", 1, 5)

@@ -106,3 +106,16 @@ def _wait_for(condition, *, timeout: float) -> None:  # type: ignore[no-untyped-
 
 def wait_for(condition, *, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
     _wait_for(condition, timeout=timeout)
+
+
+def send_task(name: str, args: list[object], *, broker: str, queue: str) -> None:
+    """Send task ``name`` through ``broker`` to a real worker, even where tasks run in-process."""
+    from dashboard.celery import app
+
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    try:
+        with app.connection_for_write(broker) as conn:
+            app.send_task(name, args=args, connection=conn, queue=queue)
+    finally:
+        app.conf.task_always_eager = eager
