@@ -1,0 +1,337 @@
+"""The demo dataset: about 30 sessions from three hosts, in every format Cachescope reads."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from projections.demo import pools
+from projections.demo.anthropic_capture import write_captures, write_connectome_log
+from projections.demo.cache_model import AnthropicCache
+from projections.demo.claude_code import (
+    TranscriptContext,
+    prompt_line,
+    synthetic_error,
+    transcript_lines,
+    write_transcript,
+)
+from projections.demo.claude_trace import write_trace_log
+from projections.demo.clock import at, compact_stamp, epoch_ms
+from projections.demo.conversation import Call
+from projections.demo.dsh_log import DshLog
+from projections.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
+from projections.demo.dsh_writer import projcache, write_projcache, write_session
+from projections.demo.manifest import (
+    DemoManifest,
+    ExpectedSession,
+    ManifestFile,
+    UsageTotals,
+    calls_usage,
+    lineage_counts,
+)
+from projections.demo.openai_capture import OpenAIApi, openai_session, write_openai_captures
+from projections.demo.scenarios import (
+    OPUS_41,
+    SONNET,
+    SONNET_45,
+    ScriptedSession,
+    compaction_session,
+    drifting_prompt_session,
+    edited_history_session,
+    image_and_ttl_session,
+    plain_session,
+    subagent_session,
+)
+
+BUILD_FARM, LAPTOP, RESEARCH = pools.SOURCES
+
+
+@dataclass(frozen=True, slots=True)
+class DshSpec:
+    """One dsh session of the dataset: where it lives, how it is stored, what it does."""
+
+    source: str
+    version: int
+    plan: DshPlan
+    zstd: bool = False
+    with_projcache: bool = False
+    parent_index: int | None = None
+
+
+DSH_SPECS = (
+    DshSpec(BUILD_FARM, 0, DshPlan(turns=3)),
+    DshSpec(BUILD_FARM, 0, DshPlan(turns=5, compact_after=(3,)), zstd=True),
+    DshSpec(BUILD_FARM, 3, DshPlan(turns=5, rewrite_system=True, cache_records=True)),
+    DshSpec(
+        BUILD_FARM,
+        3,
+        DshPlan(turns=6, prune_after=(2, 4), compact_after=(3,)),
+        zstd=True,
+        with_projcache=True,
+    ),
+    DshSpec(BUILD_FARM, 3, DshPlan(turns=4, switch_model_at=3)),
+    DshSpec(
+        BUILD_FARM,
+        4,
+        DshPlan(turns=7, compact_after=(2, 5), prune_after=(3,), cache_records=True),
+        zstd=True,
+        with_projcache=True,
+    ),
+    DshSpec(BUILD_FARM, 4, DshPlan(turns=4, retry_at=2, ignorable_at=3)),
+    DshSpec(BUILD_FARM, 4, DshPlan(turns=3), zstd=True),
+    DshSpec(BUILD_FARM, 3, DshPlan(turns=4, steps=(5, 9), prune_after=(1, 2, 3))),
+    DshSpec(BUILD_FARM, 4, DshPlan(turns=4, rewrite_system=True, cache_records=True), zstd=True),
+    DshSpec(RESEARCH, 3, DshPlan(turns=3)),
+    DshSpec(RESEARCH, 4, DshPlan(turns=6, compact_after=(4,), prune_after=(2,)), with_projcache=True),
+    DshSpec(RESEARCH, 4, DshPlan(turns=2, steps=(2, 4)), parent_index=11),
+    DshSpec(RESEARCH, 0, DshPlan(turns=4), zstd=True),
+    DshSpec(RESEARCH, 3, DshPlan(turns=6, compact_after=(3,), prune_after=(2, 5)), with_projcache=True),
+    DshSpec(RESEARCH, 4, DshPlan(turns=5, rewrite_system=True, prune_after=(3,))),
+    DshSpec(RESEARCH, 3, DshPlan(turns=4, switch_model_at=2), zstd=True),
+    DshSpec(RESEARCH, 4, DshPlan(turns=3, cache_records=True)),
+)
+
+
+def write_demo_dataset(root: Path, *, seed: int = 7) -> DemoManifest:
+    """Write the demo dataset under ``root/<source>/...`` and ``root/manifest.json``.
+
+    The same seed writes byte-identical files; nothing depends on the wall clock.
+    """
+    rng = random.Random(seed)
+    caches = {source: AnthropicCache() for source in pools.SOURCES}
+    files: list[ManifestFile] = []
+    files += _write_dsh(root, rng, caches)
+    files += _write_claude_code(root, rng, caches[LAPTOP])
+    files += _write_traces(root, rng, caches)
+    files += _write_captures(root, rng, caches[RESEARCH])
+    files += _write_openai(root, rng)
+    manifest = DemoManifest(seed=seed, sources=pools.SOURCES, files=tuple(files))
+    manifest.write(root)
+    return manifest
+
+
+def _write_dsh(root: Path, rng: random.Random, caches: dict[str, AnthropicCache]) -> list[ManifestFile]:
+    files: list[ManifestFile] = []
+    ids = [pools.uuid4(rng) for _ in DSH_SPECS]
+    for index, spec in enumerate(DSH_SPECS):
+        start = at(3600 * 2 + index * 1500)
+        parent = ids[spec.parent_index] if spec.parent_index is not None else None
+        log = DshLog(
+            session_id=ids[index],
+            version=spec.version,
+            rng=rng,
+            cache=caches[spec.source],
+            model=SONNET,
+            time_ms=epoch_ms(start),
+            tools=dsh_tools(rng),
+            system_text=pools.system_prompt(rng, 40),
+            cwd=f"/srv/{spec.source}/work/{rng.choice(('ingest', 'api', 'docs'))}",
+            title=rng.choice(pools.TASKS)[:60],
+            parent=parent,
+        )
+        run_plan(DshRun(log), spec.plan, log.system_text, (SONNET, OPUS_41))
+        directory = root / spec.source / "dsh" / log.session_id
+        path = write_session(directory, log, zstd=spec.zstd)
+        if spec.with_projcache:
+            write_projcache(directory, log)
+        files.append(ManifestFile(_rel(root, path), spec.source, "dsh", (_dsh_expected(log, spec),)))
+    return files
+
+
+def _dsh_expected(log: DshLog, spec: DshSpec) -> ExpectedSession:
+    counts = log.counts
+    breakdown = projcache(log)["rows"]["contextBreakdown"]["val"]
+    scenarios = [
+        name
+        for name, present in (
+            ("compacted", counts.compactions > 0),
+            ("pruned", counts.prunes > 0),
+            ("system-rewrites", counts.system_rewrites > 0),
+            ("model-changed", spec.plan.switch_model_at is not None),
+            ("cache-records", spec.plan.cache_records),
+            ("subagent", log.parent is not None),
+        )
+        if present
+    ]
+    return ExpectedSession(
+        external_id=log.session_id,
+        lineage="subagent" if log.parent else "main",
+        requests=counts.requests,
+        requests_by_lineage={"subagent" if log.parent else "main": counts.requests},
+        usage=UsageTotals(counts.uncached_input, counts.cache_read, counts.cache_write, counts.output),
+        events=counts.events,
+        parent_external_id=log.parent,
+        format_version=str(log.version),
+        scenarios=tuple(scenarios),
+        surface={
+            "nodes": len(log.nodes),
+            "meteredReplacements": counts.metered_replacements,
+            "compactions": counts.compactions,
+            "prunes": counts.prunes,
+            "systemRewrites": counts.system_rewrites,
+            "systemTokens": breakdown["systemTokens"],
+            "messageTokens": breakdown["messageTokens"],
+        },
+    )
+
+
+def _write_claude_code(root: Path, rng: random.Random, cache: AnthropicCache) -> list[ManifestFile]:
+    base = root / LAPTOP / "claude" / "projects"
+    files: list[ManifestFile] = []
+    sessions = [
+        ("ingest", "2.1.39", subagent_session(rng, cache, 1800), False, False),
+        ("ingest", "2.1.39", compaction_session(rng, cache, 9000), False, False),
+        ("ingest", "1.0.108", subagent_session(rng, cache, 16000), True, False),
+        ("dashboard", "2.1.38", plain_session(rng, cache, 23000, model=SONNET_45, turns=3), False, True),
+        ("dashboard", "2.1.38", plain_session(rng, cache, 30000, model=SONNET_45), False, False),
+        ("dashboard", "1.0.108", plain_session(rng, cache, 36000), False, False),
+    ]
+    for project, version, scripted, inline, synthetic in sessions:
+        cwd = f"/home/ana/src/{project}"
+        folder = base / cwd.replace("/", "-")
+        hooks = not version.startswith("1.")
+        ctx = TranscriptContext(
+            rng=rng, session_id=scripted.session_id, cwd=cwd, version=version, hooks=hooks
+        )
+        main_calls = [c for c in scripted.conversation.calls if c.lineage != "side"]
+        counted = list(main_calls)
+        for sub in scripted.subagents:
+            sub_ctx = TranscriptContext(
+                rng=rng, session_id=scripted.session_id, cwd=cwd, version=version, sidechain=True, hooks=hooks
+            )
+            if inline:
+                sub_lines = transcript_lines(sub.conversation, sub_ctx)
+                counted += sub.conversation.calls
+                task_id = _task_tool_id(main_calls)
+                ctx.inline[task_id] = sub_lines
+                continue
+            sub_ctx.agent_id = sub.agent_id
+            sub_path = folder / scripted.session_id / "subagents" / f"agent-{sub.agent_id}.jsonl"
+            write_transcript(sub_path, transcript_lines(sub.conversation, sub_ctx))
+            sub_calls = sub.conversation.calls
+            expected = ExpectedSession(
+                external_id=f"{scripted.session_id}:agent-{sub.agent_id}",
+                lineage="subagent",
+                requests=len(sub_calls),
+                requests_by_lineage={"subagent": len(sub_calls)},
+                usage=calls_usage(sub_calls),
+                parent_external_id=scripted.session_id,
+                agent_id=sub.agent_id,
+                format_version=version,
+                scenarios=("compaction-call",) if sub.agent_id.startswith("acompact") else ("subagent",),
+            )
+            files.append(ManifestFile(_rel(root, sub_path), LAPTOP, "claude-code", (expected,)))
+        lines = transcript_lines(scripted.conversation, ctx)
+        scenarios = list(scripted.scenarios) + (["inline-sidechain"] if inline else [])
+        if synthetic:
+            moment = scripted.conversation.calls[-1].finished
+            lines.append(prompt_line(ctx, moment, "continue"))
+            lines.append(synthetic_error(ctx, moment, 'API Error: 529 {"type":"overloaded_error"}'))
+            scenarios.append("synthetic")
+        path = folder / f"{scripted.session_id}.jsonl"
+        write_transcript(path, lines)
+        expected = ExpectedSession(
+            external_id=scripted.session_id,
+            lineage="main",
+            requests=len(counted),
+            requests_by_lineage=lineage_counts(counted),
+            usage=calls_usage(counted),
+            format_version=version,
+            scenarios=tuple(scenarios),
+        )
+        files.append(ManifestFile(_rel(root, path), LAPTOP, "claude-code", (expected,)))
+    return files
+
+
+def _task_tool_id(calls: list[Call]) -> str:
+    for call in calls:
+        for block in call.content:
+            if block.get("type") == "tool_use" and block.get("name") == "Task":
+                return str(block["id"])
+    raise ValueError("inline sidechain: the main conversation has no Task tool call")
+
+
+def _write_traces(root: Path, rng: random.Random, caches: dict[str, AnthropicCache]) -> list[ManifestFile]:
+    stories = [
+        (BUILD_FARM, image_and_ttl_session(rng, caches[BUILD_FARM], 600)),
+        (LAPTOP, drifting_prompt_session(rng, caches[LAPTOP], 42000)),
+        (RESEARCH, edited_history_session(rng, caches[RESEARCH], 5400)),
+    ]
+    files = []
+    for source, scripted in stories:
+        calls = scripted.conversation.calls
+        path = root / source / "claude-trace" / f"log-{compact_stamp(calls[0].started)}.jsonl"
+        write_trace_log(path, calls)
+        files.append(
+            ManifestFile(_rel(root, path), source, "claude-trace", (_calls_expected(scripted, calls),))
+        )
+    return files
+
+
+def _write_captures(root: Path, rng: random.Random, cache: AnthropicCache) -> list[ManifestFile]:
+    proxy = plain_session(rng, cache, 12000, model=SONNET_45, turns=3)
+    connectome = plain_session(rng, cache, 20000, turns=2)
+    proxy_calls = proxy.conversation.calls
+    connectome_calls = connectome.conversation.calls
+    proxy_path = root / RESEARCH / "captures" / f"anthropic-{compact_stamp(proxy_calls[0].started)}.jsonl"
+    connectome_path = (
+        root / RESEARCH / "connectome" / f"llm-calls.{compact_stamp(connectome_calls[0].started)}.jsonl"
+    )
+    write_captures(proxy_path, proxy_calls)
+    write_connectome_log(connectome_path, connectome_calls)
+    return [
+        ManifestFile(
+            _rel(root, proxy_path), RESEARCH, "anthropic-capture", (_calls_expected(proxy, proxy_calls),)
+        ),
+        ManifestFile(
+            _rel(root, connectome_path),
+            RESEARCH,
+            "connectome",
+            (_calls_expected(connectome, connectome_calls),),
+        ),
+    ]
+
+
+def _calls_expected(scripted: ScriptedSession, calls: list[Call]) -> ExpectedSession:
+    return ExpectedSession(
+        external_id=scripted.session_id,
+        lineage="main",
+        requests=len(calls),
+        requests_by_lineage=lineage_counts(calls),
+        usage=calls_usage(calls),
+        scenarios=tuple(scripted.scenarios),
+    )
+
+
+def _write_openai(root: Path, rng: random.Random) -> list[ManifestFile]:
+    files = []
+    specs: tuple[tuple[OpenAIApi, str, int], ...] = (
+        ("chat", "gpt-4.1-2025-04-14", 9),
+        ("responses", "gpt-5-2025-08-07", 7),
+    )
+    for offset, (api, model, turns) in enumerate(specs):
+        session = openai_session(rng, api=api, model=model, turns=turns, start_s=7200 + offset * 3000)
+        path = root / BUILD_FARM / "openai" / f"{api}-{compact_stamp(at(7200 + offset * 3000))}.jsonl"
+        write_openai_captures(path, session)
+        usage = UsageTotals(
+            uncached_input=sum(c.prompt_tokens - c.cached_tokens for c in session.calls),
+            cache_read=sum(c.cached_tokens for c in session.calls),
+            cache_write=None,
+            output=sum(c.output_tokens for c in session.calls),
+        )
+        expected = ExpectedSession(
+            external_id=session.session_key,
+            lineage="main",
+            requests=len(session.calls),
+            requests_by_lineage={"main": len(session.calls)},
+            usage=usage,
+            format_version=api,
+            scenarios=("automatic-cache", "ttl-expired"),
+        )
+        files.append(ManifestFile(_rel(root, path), BUILD_FARM, "openai-capture", (expected,)))
+    return files
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
