@@ -15,7 +15,7 @@ def session_report(*, source: str | None = None) -> list[dict[str, Any]]:
     return [
         {
             "session_id": s.external_id,
-            "parent_session_id": s.parent.external_id if s.parent else None,
+            "parent_session_id": s.parent.external_id if s.parent else (s.parent_external_id or None),
             "source": s.source.name,
             "format": s.format,
             "requests": s.request_count,
