@@ -22,25 +22,27 @@ def capture_line(call: Call) -> dict[str, Any]:
     }
 
 
-def connectome_line(call: Call, ordinal: int) -> dict[str, Any]:
-    """One connectome-host call log record, with the full payload (``rawRequest``) turned on."""
+def connectome_line(call: Call) -> dict[str, Any]:
+    """One connectome-host call record with full payloads on.
+
+    ``timestamp`` is written when the call ends; agent turns stream (``kind: "stream"``).
+    """
     body = call.body
     system = body.get("system") or []
     return {
-        "timestamp": iso_z(call.started),
-        "callId": f"call-{ordinal:04d}",
-        "provider": "anthropic",
+        "type": "call",
+        "kind": "stream" if body.get("stream") else "complete",
+        "timestamp": iso_z(call.finished),
+        "durationMs": round((call.finished - call.started).total_seconds() * 1000),
         "requestSummary": {
             "model": body["model"],
             "messageCount": len(body["messages"]),
             "systemChars": sum(len(block["text"]) for block in system),
             "toolCount": len(body.get("tools", [])),
             "maxTokens": body["max_tokens"],
-            "stream": bool(body.get("stream")),
         },
         "rawRequest": body,
         "rawResponse": anthropic_wire.response_json(call),
-        "durationMs": round((call.finished - call.started).total_seconds() * 1000),
     }
 
 
@@ -51,7 +53,7 @@ def write_captures(path: Path, calls: list[Call]) -> int:
 
 def write_connectome_log(path: Path, calls: list[Call]) -> int:
     """Write ``calls`` as a connectome-host ``llm-calls`` log; returns the number of lines."""
-    return _write(path, [connectome_line(call, n) for n, call in enumerate(calls)])
+    return _write(path, [connectome_line(call) for call in calls])
 
 
 def _write(path: Path, records: list[dict[str, Any]]) -> int:

@@ -176,50 +176,66 @@ def _dsh_expected(log: DshLog, spec: DshSpec) -> ExpectedSession:
     )
 
 
+CLAUDE_CODE_SESSIONS = (
+    # project, client version, script, start (s after the epoch), inline sidechain, synthetic line
+    ("ingest", "2.1.39", "subagent", 1800, False, False),
+    ("ingest", "2.1.39", "compaction", 9000, False, False),
+    ("ingest", "1.0.108", "subagent", 16000, True, False),
+    ("dashboard", "2.1.38", "plain-long", 23000, False, True),
+    ("dashboard", "2.1.38", "plain", 30000, False, False),
+    ("dashboard", "1.0.108", "plain-sonnet-4", 36000, False, False),
+)
+
+
+def _script(name: str, rng: random.Random, cache: AnthropicCache, start_s: float) -> ScriptedSession:
+    if name == "subagent":
+        return subagent_session(rng, cache, start_s)
+    if name == "compaction":
+        return compaction_session(rng, cache, start_s)
+    if name == "plain-long":
+        return plain_session(rng, cache, start_s, model=SONNET_45, turns=3)
+    if name == "plain":
+        return plain_session(rng, cache, start_s, model=SONNET_45)
+    return plain_session(rng, cache, start_s)
+
+
 def _write_claude_code(root: Path, rng: random.Random, cache: AnthropicCache) -> list[ManifestFile]:
-    base = root / LAPTOP / "claude" / "projects"
+    """Transcripts as Claude Code lays them out: ``<project>/<session>.jsonl`` with subagent files
+    in ``<session>/subagents/`` (or, for the old client, inline ``isSidechain`` lines).
+
+    External ids follow the importer: the session uuid, ``agent-<id>`` for a subagent file and
+    ``sidechain-<root uuid>`` for an inline sidechain.
+    """
     files: list[ManifestFile] = []
-    sessions = [
-        ("ingest", "2.1.39", subagent_session(rng, cache, 1800), False, False),
-        ("ingest", "2.1.39", compaction_session(rng, cache, 9000), False, False),
-        ("ingest", "1.0.108", subagent_session(rng, cache, 16000), True, False),
-        ("dashboard", "2.1.38", plain_session(rng, cache, 23000, model=SONNET_45, turns=3), False, True),
-        ("dashboard", "2.1.38", plain_session(rng, cache, 30000, model=SONNET_45), False, False),
-        ("dashboard", "1.0.108", plain_session(rng, cache, 36000), False, False),
-    ]
-    for project, version, scripted, inline, synthetic in sessions:
+    for project, version, script, start_s, inline, synthetic in CLAUDE_CODE_SESSIONS:
+        scripted = _script(script, rng, cache, start_s)
         cwd = f"/home/ana/src/{project}"
-        folder = base / cwd.replace("/", "-")
+        folder = root / LAPTOP / "claude" / "projects" / cwd.replace("/", "-")
         hooks = not version.startswith("1.")
         ctx = TranscriptContext(
             rng=rng, session_id=scripted.session_id, cwd=cwd, version=version, hooks=hooks
         )
         main_calls = [c for c in scripted.conversation.calls if c.lineage != "side"]
-        counted = list(main_calls)
+        side_sessions: list[ExpectedSession] = []
         for sub in scripted.subagents:
             sub_ctx = TranscriptContext(
                 rng=rng, session_id=scripted.session_id, cwd=cwd, version=version, sidechain=True, hooks=hooks
             )
+            if not inline:
+                sub_ctx.agent_id = sub.agent_id
+            sub_lines = transcript_lines(sub.conversation, sub_ctx)
+            kind = "compaction-call" if sub.agent_id.startswith("acompact") else "subagent"
             if inline:
-                sub_lines = transcript_lines(sub.conversation, sub_ctx)
-                counted += sub.conversation.calls
-                task_id = _task_tool_id(main_calls)
-                ctx.inline[task_id] = sub_lines
+                ctx.inline[_task_tool_id(main_calls)] = sub_lines
+                external_id = f"sidechain-{sub_lines[0]['uuid']}"
+                side_sessions.append(
+                    _subagent_expected(external_id, scripted, sub.conversation.calls, version, kind)
+                )
                 continue
-            sub_ctx.agent_id = sub.agent_id
             sub_path = folder / scripted.session_id / "subagents" / f"agent-{sub.agent_id}.jsonl"
-            write_transcript(sub_path, transcript_lines(sub.conversation, sub_ctx))
-            sub_calls = sub.conversation.calls
-            expected = ExpectedSession(
-                external_id=f"{scripted.session_id}:agent-{sub.agent_id}",
-                lineage="subagent",
-                requests=len(sub_calls),
-                requests_by_lineage={"subagent": len(sub_calls)},
-                usage=calls_usage(sub_calls),
-                parent_external_id=scripted.session_id,
-                agent_id=sub.agent_id,
-                format_version=version,
-                scenarios=("compaction-call",) if sub.agent_id.startswith("acompact") else ("subagent",),
+            write_transcript(sub_path, sub_lines)
+            expected = _subagent_expected(
+                f"agent-{sub.agent_id}", scripted, sub.conversation.calls, version, kind
             )
             files.append(ManifestFile(_rel(root, sub_path), LAPTOP, "claude-code", (expected,)))
         lines = transcript_lines(scripted.conversation, ctx)
@@ -231,17 +247,25 @@ def _write_claude_code(root: Path, rng: random.Random, cache: AnthropicCache) ->
             scenarios.append("synthetic")
         path = folder / f"{scripted.session_id}.jsonl"
         write_transcript(path, lines)
-        expected = ExpectedSession(
-            external_id=scripted.session_id,
-            lineage="main",
-            requests=len(counted),
-            requests_by_lineage=lineage_counts(counted),
-            usage=calls_usage(counted),
-            format_version=version,
-            scenarios=tuple(scenarios),
-        )
-        files.append(ManifestFile(_rel(root, path), LAPTOP, "claude-code", (expected,)))
+        main = _calls_expected(scripted.session_id, main_calls, scenarios, version)
+        files.append(ManifestFile(_rel(root, path), LAPTOP, "claude-code", (main, *side_sessions)))
     return files
+
+
+def _subagent_expected(
+    external_id: str, parent: ScriptedSession, calls: list[Call], version: str, kind: str
+) -> ExpectedSession:
+    return ExpectedSession(
+        external_id=external_id,
+        lineage="subagent",
+        requests=len(calls),
+        requests_by_lineage=lineage_counts(calls),
+        usage=calls_usage(calls),
+        parent_external_id=parent.session_id,
+        agent_id=external_id.removeprefix("agent-") if external_id.startswith("agent-") else None,
+        format_version=version,
+        scenarios=(kind,),
+    )
 
 
 def _task_tool_id(calls: list[Call]) -> str:
@@ -263,9 +287,8 @@ def _write_traces(root: Path, rng: random.Random, caches: dict[str, AnthropicCac
         calls = scripted.conversation.calls
         path = root / source / "claude-trace" / f"log-{compact_stamp(calls[0].started)}.jsonl"
         write_trace_log(path, calls)
-        files.append(
-            ManifestFile(_rel(root, path), source, "claude-trace", (_calls_expected(scripted, calls),))
-        )
+        expected = _calls_expected(_stem(path), calls, scripted.scenarios)
+        files.append(ManifestFile(_rel(root, path), source, "claude-trace", (expected,)))
     return files
 
 
@@ -280,27 +303,25 @@ def _write_captures(root: Path, rng: random.Random, cache: AnthropicCache) -> li
     )
     write_captures(proxy_path, proxy_calls)
     write_connectome_log(connectome_path, connectome_calls)
+    proxy_expected = _calls_expected(_stem(proxy_path), proxy_calls, ())
+    connectome_expected = _calls_expected(_stem(connectome_path), connectome_calls, ())
     return [
-        ManifestFile(
-            _rel(root, proxy_path), RESEARCH, "anthropic-capture", (_calls_expected(proxy, proxy_calls),)
-        ),
-        ManifestFile(
-            _rel(root, connectome_path),
-            RESEARCH,
-            "connectome",
-            (_calls_expected(connectome, connectome_calls),),
-        ),
+        ManifestFile(_rel(root, proxy_path), RESEARCH, "anthropic-capture", (proxy_expected,)),
+        ManifestFile(_rel(root, connectome_path), RESEARCH, "connectome", (connectome_expected,)),
     ]
 
 
-def _calls_expected(scripted: ScriptedSession, calls: list[Call]) -> ExpectedSession:
+def _calls_expected(
+    external_id: str, calls: list[Call], scenarios: list[str] | tuple[str, ...], version: str = ""
+) -> ExpectedSession:
     return ExpectedSession(
-        external_id=scripted.session_id,
+        external_id=external_id,
         lineage="main",
         requests=len(calls),
         requests_by_lineage=lineage_counts(calls),
         usage=calls_usage(calls),
-        scenarios=tuple(scripted.scenarios),
+        format_version=version,
+        scenarios=tuple(scenarios),
     )
 
 
@@ -321,7 +342,7 @@ def _write_openai(root: Path, rng: random.Random) -> list[ManifestFile]:
             output=sum(c.output_tokens for c in session.calls),
         )
         expected = ExpectedSession(
-            external_id=session.session_key,
+            external_id=_stem(path),
             lineage="main",
             requests=len(session.calls),
             requests_by_lineage={"main": len(session.calls)},
@@ -331,6 +352,11 @@ def _write_openai(root: Path, rng: random.Random) -> list[ManifestFile]:
         )
         files.append(ManifestFile(_rel(root, path), BUILD_FARM, "openai-capture", (expected,)))
     return files
+
+
+def _stem(path: Path) -> str:
+    """A pairs file's session id, as the importer derives it: the file name without ``.jsonl``."""
+    return path.name.removesuffix(".jsonl")
 
 
 def _rel(root: Path, path: Path) -> str:

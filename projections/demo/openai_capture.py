@@ -56,6 +56,9 @@ def openai_session(
         output = estimate_tokens(answer) + rng.randint(1, 9)
         request = _request(api, model, instructions, tools, history, session.session_key)
         response = _response(api, model, answer, rng, int(at(now).timestamp()), prompt, cached, output)
+        if api == "responses":
+            # This proxy logs the HTTP envelope around the body, as many do.
+            response = {"status_code": 200, "headers": {"content-type": "application/json"}, "body": response}
         record = {"request": request, "response": response, "started_at": iso_z(at(now))}
         session.calls.append(
             OpenAICall(record=record, prompt_tokens=prompt, cached_tokens=cached, output_tokens=output)
