@@ -60,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "dashboard.middleware.SecurityHeadersMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -159,6 +160,18 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+
+# Shared by every web process at scale (login throttling); per-process memory on the embedded default.
+_cache_url = env_url("CACHE_URL", {"redis", "rediss"})
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        if _cache_url
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+CACHESCOPE_LOGIN_FAILURE_LIMIT = env_int("CACHESCOPE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+CACHESCOPE_LOGIN_LOCKOUT_SECONDS = env_int("CACHESCOPE_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.views import ingest, overview, projections, requests, sessions, warnings
+from dashboard.views import auth, ingest, overview, projections, requests, sessions, warnings
 
 app_name = "dashboard"
 
@@ -24,7 +24,7 @@ dashboard_patterns = [
 
 urlpatterns = [
     path("", include((dashboard_patterns, "dashboard"))),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth.RateLimitedLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    cache.clear()
+
+
+def test_pages_carry_a_self_only_content_security_policy(viewer_client: Client) -> None:
+    response = viewer_client.get(reverse("dashboard:overview"))
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["Referrer-Policy"] == "same-origin"
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_login_refuses_further_tries_after_too_many_failures(client: Client, settings: object) -> None:
+    User.objects.create_user("ana", password="the-right-password-123")
+    settings.CACHESCOPE_LOGIN_FAILURE_LIMIT = 3  # type: ignore[attr-defined]
+    url = reverse("login")
+    for _ in range(3):
+        assert client.post(url, {"username": "ana", "password": "wrong"}).status_code == 200
+    blocked = client.post(url, {"username": "ana", "password": "the-right-password-123"})
+    assert blocked.status_code == 429
+    assert "Too many failed logins" in blocked.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_correct_login_before_the_limit_gets_in(client: Client) -> None:
+    User.objects.create_user("ana", password="the-right-password-123")
+    client.post(reverse("login"), {"username": "ana", "password": "wrong"})
+    response = client.post(reverse("login"), {"username": "ana", "password": "the-right-password-123"})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("dashboard:overview")
+
+
+def test_csrf_is_enforced_on_forms(make_user: object) -> None:
+    client = Client(enforce_csrf_checks=True)
+    response = client.post(reverse("login"), {"username": "x", "password": "y"})
+    assert response.status_code == 403
