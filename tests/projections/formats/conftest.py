@@ -18,7 +18,13 @@ SHARED_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 
 def header(version: int = 4, session_id: str = "s-1", **extra: Any) -> dict[str, Any]:
     """A dsh header line."""
-    return {"type": "session", "version": version, "id": session_id, "createdAt": "2026-01-02T03:04:05Z", **extra}
+    return {
+        "type": "session",
+        "version": version,
+        "id": session_id,
+        "createdAt": "2026-01-02T03:04:05Z",
+        **extra,
+    }
 
 
 def event(seq: int, kind: str = "turn/start", **extra: Any) -> dict[str, Any]:

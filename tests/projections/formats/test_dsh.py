@@ -48,9 +48,16 @@ def test_event_time_accepts_epoch_ms_and_iso_and_is_utc(write: Any) -> None:
 
 
 def test_packed_chunk_rows_expand_into_assistant_chunks(write: Any) -> None:
-    packed = {"type": "text-chunks", "seq0": 1, "time0": 1000, "data": {"dt": [0, 5, 9], "chunks": ["a", "b", "c"]}}
+    packed = {
+        "type": "text-chunks",
+        "seq0": 1,
+        "time0": 1000,
+        "data": {"dt": [0, 5, 9], "chunks": ["a", "b", "c"]},
+    }
     bare = {"type": "reasoning-chunks", "seq0": 4, "time0": 2000, "data": {"dt": [1]}}
-    events, _, errors = drain(read_dsh_session(write("session.jsonl", jsonl([header(), event(0), packed, bare]))))
+    events, _, errors = drain(
+        read_dsh_session(write("session.jsonl", jsonl([header(), event(0), packed, bare])))
+    )
     assert errors == []
     chunks = events[1:]
     assert [(e.seq, e.type) for e in chunks] == [(i, "assistant/chunk") for i in range(1, 5)]
@@ -60,7 +67,9 @@ def test_packed_chunk_rows_expand_into_assistant_chunks(write: Any) -> None:
         {"kind": "text", "chunk": "c"},
         {"kind": "reasoning"},
     ]
-    assert [e.time for e in chunks][:3] == [datetime.fromtimestamp(t / 1000, tz=UTC) for t in (1000, 1005, 1009)]
+    assert [e.time for e in chunks][:3] == [
+        datetime.fromtimestamp(t / 1000, tz=UTC) for t in (1000, 1005, 1009)
+    ]
 
 
 def test_harness_packed_rows_with_one_more_member_than_gaps_are_cumulative(write: Any) -> None:
@@ -118,7 +127,14 @@ def test_seq_gap_is_a_line_error_and_marks_the_session_unfoldable(write: Any) ->
 
 def test_corrupted_lines_among_good_ones_are_exactly_the_ones_reported(write: Any) -> None:
     rows: list[Any] = [header(), event(0), '{"type": "turn/start", "seq": 1, "ti', event(2)]
-    rows += [{**event(3), "time": "yesterday"}, event(4), "[1, 2]", event(6), {**event(7), "surfaceOp": 5}, event(8)]
+    rows += [
+        {**event(3), "time": "yesterday"},
+        event(4),
+        "[1, 2]",
+        event(6),
+        {**event(7), "surfaceOp": 5},
+        event(8),
+    ]
     session = read_dsh_session(write("session.jsonl", jsonl(rows)))
     events, _, errors = drain(session)
     assert [(e.line, e.field) for e in errors] == [(3, "json"), (5, "time"), (7, "json"), (9, "surfaceOp")]
