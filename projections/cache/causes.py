@@ -290,15 +290,17 @@ def _is_truncation(old: str, new: str) -> bool:
         return False
     if old.startswith(new):
         return True
-    body = new
-    for ellipsis in _ELLIPSES:
-        if body.endswith(ellipsis):
-            body = body[: -len(ellipsis)]
+    body = new.rstrip()
+    while True:
+        # Truncation notes stack ("… [truncated]", "...(1200 chars truncated)"): peel them all.
+        before = body
+        for ellipsis in _ELLIPSES:
+            if body.endswith(ellipsis):
+                body = body[: -len(ellipsis)].rstrip()
+        body = _TRUNCATION_NOTE.sub("", body).rstrip()
+        if body == before:
             break
-    else:
-        body = _TRUNCATION_NOTE.sub("", body)
-    body = body.rstrip()
-    return bool(body) and len(body) < len(new) and old.startswith(body)
+    return bool(body) and old.startswith(body)
 
 
 def _normalized(raw: JSON) -> JSON:
@@ -350,6 +352,12 @@ def _alignment(shorter: list[str], longer: list[str], p: int) -> int | None:
 
 
 def _shift(prev: RenderedRequest, cur: RenderedRequest, p: int) -> Cause | None:
+    window = min(ALIGN_WINDOW, len(prev) - p, len(cur) - p)
+    old = prev.block_hashes[p : p + window]
+    new = cur.block_hashes[p : p + window]
+    for width in range(2, window + 1):
+        if sorted(old[:width]) == sorted(new[:width]) and old[:width] != new[:width]:
+            return _cause("reordered", f"{width} units from {cur.identity(p)} changed order")
     inserted = _alignment(prev.block_hashes, cur.block_hashes, p)
     if inserted is not None:
         roles = {cur.roles[i] for i in range(p, p + inserted)}
@@ -361,12 +369,6 @@ def _shift(prev: RenderedRequest, cur: RenderedRequest, p: int) -> Cause | None:
     removed = _alignment(cur.block_hashes, prev.block_hashes, p)
     if removed is not None:
         return _cause("removed", f"{removed} unit(s) from {prev.identity(p)}")
-    window = min(ALIGN_WINDOW, len(prev) - p, len(cur) - p)
-    old = prev.block_hashes[p : p + window]
-    new = cur.block_hashes[p : p + window]
-    for width in range(2, window + 1):
-        if sorted(old[:width]) == sorted(new[:width]) and old[:width] != new[:width]:
-            return _cause("reordered", f"{width} units from {cur.identity(p)} changed order")
     return None
 
 

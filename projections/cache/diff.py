@@ -106,11 +106,14 @@ def first_changed_byte(old: bytes, new: bytes) -> int | None:
 
 def first_change(prev: RenderedRequest, cur: RenderedRequest, shared: int) -> ChangedUnit | None:
     """The first changed unit given the shared length; ``None`` when ``cur`` only appends to ``prev``."""
-    header_changed = prev.header_hash != cur.header_hash
+    if prev.header_hash != cur.header_hash:
+        # A new model or new cache-keying parameters re-key every prefix: the change is at the head.
+        if not len(cur):
+            return ChangedUnit(0, prev.tiers[0], prev.identity(0), None, True) if len(prev) else None
+        return ChangedUnit(0, cur.tiers[0], cur.identity(0), None, True)
+    header_changed = False
     if shared >= len(prev):
-        if not header_changed:
-            return None
-        shared = 0  # same content under a new model or parameters: everything is re-keyed
+        return None
     if shared < len(cur):
         offset = None
         if shared < len(prev):
@@ -145,6 +148,8 @@ def diff_requests(
     """
     shared = shared_prefix_length(prev, cur)
     change = first_change(prev, cur, shared)
+    if prev.header_hash != cur.header_hash:
+        shared = 0
     statuses: list[MarkerStatus] = []
     wire_allows = 0
     for marker in render_record(prev).markers:
