@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
 from dashboard.services.blocks import BlockStore
+from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups
 from dashboard.services.summaries import session_refresh_summary
 from projections.cache.units import RenderError
@@ -178,9 +179,9 @@ def _write_session(
     stored_types = dict(Event.objects.filter(session=session).values_list("seq", "type"))
     stored_keys = set(Request.objects.filter(session=session).values_list("key", flat=True))
     next_ordinal = len(stored_keys)
-    events: list[Event] = []
+    events = EventWriter(session.pk, batch_size=BATCH_SIZE)
     requests: list[Request] = []
-    added_events = added_requests = 0
+    added_requests = 0
 
     for item in imported.items:
         if isinstance(item, EventRecord):
@@ -198,9 +199,7 @@ def _write_session(
                 summary.duplicates += 1
                 continue
             stored_types[item.seq] = item.type
-            events.append(_event_row(session, item))
-            if len(events) >= BATCH_SIZE:
-                added_events += _flush(Event, events)
+            events.add(item)
         elif isinstance(item, RequestRecord):
             if item.key in stored_keys:
                 summary.duplicates += 1
@@ -210,13 +209,13 @@ def _write_session(
             next_ordinal += 1
             if len(requests) >= BATCH_SIZE // 10:
                 blocks.flush()
-                added_requests += _flush(Request, requests)
+                added_requests += _flush_requests(requests)
         else:
             summary.errors.append(item)
 
     blocks.flush()
-    added_events += _flush(Event, events)
-    added_requests += _flush(Request, requests)
+    added_events = events.flush()
+    added_requests += _flush_requests(requests)
     session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
     session.crash_tail = imported.crash_tail or session.crash_tail
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
@@ -248,21 +247,13 @@ def _session_fields(imported: SessionImport) -> dict[str, object]:
     }
 
 
-def _event_row(session: Session, event: EventRecord) -> Event:
-    return Event(
-        session=session,
-        seq=event.seq,
-        type=event.type[:80],
-        time=event.time,
-        data=dict(event.data),
-        surface_op=event.surface_op,
-        source_event_seqs=list(event.source_event_seqs) if event.source_event_seqs is not None else None,
-        ignorable=event.ignorable,
-    )
-
-
 def _request_row(
-    session: Session, record: RequestRecord, ordinal: int, blocks: BlockStore, path: str, summary: IngestSummary
+    session: Session,
+    record: RequestRecord,
+    ordinal: int,
+    blocks: BlockStore,
+    path: str,
+    summary: IngestSummary,
 ) -> Request:
     row = Request(
         session=session,
@@ -301,10 +292,10 @@ def _request_row(
     return row
 
 
-def _flush(model: type[Event] | type[Request], rows: list[Event] | list[Request]) -> int:
+def _flush_requests(rows: list[Request]) -> int:
     count = len(rows)
     if rows:
-        model.objects.bulk_create(rows)  # type: ignore[arg-type]
+        Request.objects.bulk_create(rows)
         rows.clear()
     return count
 
