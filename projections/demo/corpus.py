@@ -103,7 +103,7 @@ def refold_corpus(
     rng = random.Random(seed)
     for index, shape in enumerate(refold_shapes(rng, sessions)):
         log = _corpus_log(rng, index, chunks=False)
-        _play_shape(DshRun(log), shape)
+        _play_shape(DshRun(log, output_lines=(2, 8)), shape)
         yield log.session_id, list(event_records(log))
 
 
@@ -113,7 +113,8 @@ def refold_shapes(rng: random.Random, sessions: int) -> list[RefoldShape]:
     heavy = min(sessions, max(1, round(REFERENCE_HEAVY * scale)))
     node_total = round(REFERENCE_NODES * scale)
     heavy_nodes = [rng.randint(1850, 2000) for _ in range(heavy)]
-    weights = [rng.lognormvariate(0, 0.9) for _ in range(sessions - heavy)]
+    # Capped so that only the tool-heavy sessions come near 2,000 nodes.
+    weights = [min(rng.lognormvariate(0, 0.9), 8.0) for _ in range(sessions - heavy)]
     rest = _apportion(max(0, node_total - sum(heavy_nodes)), weights, minimum=8)
     nodes = heavy_nodes + rest
     metered = _apportion(round(REFERENCE_METERED * scale), [float(n) for n in nodes], minimum=0)

@@ -39,6 +39,8 @@ class DshRun:
     tool_nodes: dict[int, tuple[str, str]] = field(default_factory=dict)
     pruned: set[int] = field(default_factory=set)
     previous_total: int = 0
+    output_lines: tuple[int, int] = (5, 30)
+    """How many lines a tool's output has, at least and at most."""
 
 
 def dsh_tools(rng: random.Random) -> list[dict[str, object]]:
@@ -113,7 +115,7 @@ def assistant_step(
         cache_events(run, seq, usage.cache_read)
     if tool:
         log.emit("tool/call", {"turn": turn, "step": step, "toolCallId": call_id, "toolName": name})
-        result = tool_result_block(rng, call_id, name)
+        result = tool_result_block(rng, call_id, name, run.output_lines)
         tool_message = {"role": "tool", "content": [result]}
         tool_seq = log.append(
             "tool/result", {"turn": turn, "step": step, "message": tool_message}, dt_ms=rng.randint(200, 4000)
@@ -122,7 +124,9 @@ def assistant_step(
     log.emit("step/end", {"turn": turn, "step": step, "finishReason": "tool-calls" if tool else "stop"})
 
 
-def tool_result_block(rng: random.Random, call_id: str, name: str) -> dict[str, object]:
+def tool_result_block(
+    rng: random.Random, call_id: str, name: str, lines: tuple[int, int] = (5, 30)
+) -> dict[str, object]:
     """A tool-result block: file text or command output, or a screenshot image."""
     inner: list[dict[str, object]]
     if name == "screenshot":
@@ -132,10 +136,10 @@ def tool_result_block(rng: random.Random, call_id: str, name: str) -> dict[str, 
         ]
     elif name == "read_file":
         inner = [
-            {"type": "text", "text": pools.numbered_file(rng, rng.choice(pools.FILES), rng.randint(5, 30))}
+            {"type": "text", "text": pools.numbered_file(rng, rng.choice(pools.FILES), rng.randint(*lines))}
         ]
     else:
-        inner = [{"type": "text", "text": pools.command_output(rng, rng.randint(3, 20))}]
+        inner = [{"type": "text", "text": pools.command_output(rng, rng.randint(*lines))}]
     return {"type": "tool-result", "toolCallId": call_id, "toolName": name, "content": inner}
 
 

@@ -82,8 +82,9 @@ class DemoManifest:
         return [entry for entry in self.files if entry.format == fmt]
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest as plain JSON data."""
-        return asdict(self)
+        """The manifest as plain JSON data (lists, dicts, strings, numbers, null)."""
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self)))
+        return data
 
     def write(self, root: Path) -> Path:
         """Write ``manifest.json`` under ``root``."""

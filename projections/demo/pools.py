@@ -15,6 +15,8 @@ from typing import Any
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+_BASE62_TABLE = bytes(ord(_BASE62[i % 62]) for i in range(256))
+
 SOURCES = ("build-farm", "laptop-ana", "research-cluster")
 """The three agent hosts the demo fleet reports from."""
 
@@ -106,7 +108,7 @@ def uuid4(rng: random.Random) -> str:
 
 def base62(rng: random.Random, length: int) -> str:
     """``length`` base-62 characters drawn from ``rng``."""
-    return "".join(rng.choice(_BASE62) for _ in range(length))
+    return rng.randbytes(length).translate(_BASE62_TABLE).decode("ascii")
 
 
 def message_id(rng: random.Random) -> str:
