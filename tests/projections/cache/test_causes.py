@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from projections.cache.causes import REMEDIES, Cause, classify_change, smallest_span, unit_text
+from projections.cache.diff import first_change, shared_prefix_length
+from projections.cache.units import render_request
+from tests.projections.cache.builders import body, conversation, tools
+
+
+def classify(prev_body: dict[str, Any], cur_body: dict[str, Any]) -> Cause:
+    prev = render_request("anthropic", "messages", prev_body)
+    cur = render_request("anthropic", "messages", cur_body)
+    change = first_change(prev, cur, shared_prefix_length(prev, cur))
+    assert change is not None
+    return classify_change(prev, cur, change)
+
+
+def test_every_cause_has_a_one_sentence_remedy() -> None:
+    for label, remedy in REMEDIES.items():
+        assert remedy.endswith("."), label
+        assert len(remedy) < 300, label
+
+
+def test_parameter_changes_name_the_parameter() -> None:
+    history = conversation(4)
+    thinking = dict(body(history), thinking={"type": "enabled", "budget_tokens": 1024})
+    cause = classify(body(history), thinking)
+    assert cause.label == "params-changed"
+    assert cause.detail == "changed: thinking"
+
+
+def test_tools_removed_reordered_and_edited_are_told_apart() -> None:
+    history = conversation(2)
+    base = body(history, tool_defs=tools("A", "B", "C"))
+    assert classify(base, body(history, tool_defs=tools("A", "C"))).detail == "removed B"
+    assert classify(base, body(history, tool_defs=tools("C", "A", "B"))).detail == "reordered"
+    edited = tools("A", "B", "C")
+    edited[1]["description"] = "new words"
+    assert classify(base, body(history, tool_defs=edited)).detail == "edited B"
+
+
+def test_a_system_edit_with_more_than_digits_is_not_timestamp_drift() -> None:
+    history = conversation(2)
+    cause = classify(
+        body(history, system=[{"type": "text", "text": "You are helpful. Today is Monday."}]),
+        body(history, system=[{"type": "text", "text": "You are helpful. Today is Tuesday."}]),
+    )
+    assert cause.label == "system-changed"
+    assert cause.sublabel is None
+    assert cause.remedy == REMEDIES["system-changed"]
+
+
+def test_a_dropped_thinking_block_is_thinking_stripped() -> None:
+    history = conversation(4)
+    history[1]["content"].insert(0, {"type": "thinking", "thinking": "hmm", "signature": "sig"})
+    stripped = copy.deepcopy(history)
+    stripped[1]["content"].pop(0)
+    assert classify(body(history), body(stripped)).label == "thinking-stripped"
+
+
+def test_the_same_text_under_another_role_is_reserialized() -> None:
+    history = conversation(4)
+    moved = copy.deepcopy(history)
+    moved[2]["role"] = "assistant"
+    cause = classify(body(history), body(moved))
+    assert cause.label == "reserialized"
+    assert "role user → assistant" in cause.detail
+
+
+def test_a_system_reminder_placed_inside_the_history_is_injected() -> None:
+    history = conversation(8)
+    injected = [
+        *history[:4],
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"}]},
+        *history[4:],
+    ]
+    assert classify(body(history), body(injected)).label == "injected"
+
+
+def test_a_plain_message_inserted_or_removed_inside_the_history() -> None:
+    history = conversation(8)
+    inserted = [*history[:4], {"role": "user", "content": [{"type": "text", "text": "extra"}]}, *history[4:]]
+    assert classify(body(history), body(inserted)).label == "inserted"
+    assert classify(body(history), body(history[:3] + history[4:])).label == "removed"
+
+
+def test_a_block_of_another_kind_in_place_is_unknown() -> None:
+    history = conversation(4)
+    other = copy.deepcopy(history)
+    other[2]["content"] = [{"type": "document", "source": {"type": "text", "data": "d"}}]
+    assert classify(body(history), body(other)).label == "unknown"
+
+
+def test_smallest_span_strips_the_common_prefix_and_suffix() -> None:
+    span = smallest_span("at 10:00 today", "at 10:05 today")
+    assert (span.start, span.old_end, span.new_end) == (7, 8, 8)
+
+
+def test_unit_text_reads_blocks_results_and_inputs() -> None:
+    assert (
+        unit_text(
+            {"type": "tool_result", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+        )
+        == "a\nb"
+    )
+    assert unit_text({"type": "tool_use", "input": {"k": 1}}) == '{"k": 1}'
+    assert unit_text("plain") == "plain"

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from projections.cache.record import render_record
+from projections.cache.units import render_request
+from tests.projections.cache.builders import body, conversation
+
+
+def test_the_render_record_lists_each_breakpoint_with_its_prefix() -> None:
+    rendered = render_request("anthropic", "messages", body(conversation(6), marks=(3, 5), ttl="1h"))
+    record = render_record(rendered)
+    assert [(m.ordinal, m.tier, m.identity, m.ttl) for m in record.markers] == [
+        (0, "system", "system:0", "1h"),
+        (1, "messages", "messages:#3.0", "1h"),
+        (2, "messages", "messages:#5.0", "1h"),
+    ]
+    assert [m.prefix_hash for m in record.markers] == [
+        rendered.prefix_hashes[m.position] for m in rendered.markers
+    ]
+    assert record.markers[2].prefix_tokens == rendered.cum_tokens[-1]
+    assert record.last == record.markers[2]
+
+
+def test_a_request_without_markers_has_an_empty_record() -> None:
+    rendered = render_request(
+        "anthropic", "messages", {"model": "claude-sonnet-4", "messages": [{"role": "user", "content": "x"}]}
+    )
+    assert render_record(rendered).markers == ()
+    assert render_record(rendered).last is None

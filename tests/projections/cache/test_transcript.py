@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from projections.cache.transcript import TranscriptCall, appended_tokens, exact_share, predict_transcript
+from projections.records import Usage
+from tests.projections.cache.builders import SONNET, T0
+
+SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+
+
+def call(
+    minutes: float,
+    read: int,
+    write: int,
+    *,
+    write_1h: int = 0,
+    model: str = SONNET,
+    lineage: str = "main",
+    compaction: bool = False,
+) -> TranscriptCall:
+    usage = Usage(3, read, write, write_1h, 10, "anthropic")
+    return TranscriptCall(T0 + timedelta(minutes=minutes), model, usage, lineage, compaction)
+
+
+def test_a_call_reads_what_the_previous_call_read_and_wrote() -> None:
+    calls = [call(0, 0, 18000), call(1, 18000, 300), call(2, 18300, 500)]
+    predictions = predict_transcript(calls)
+    assert [p.read for p in predictions] == [None, 18000, 18300]
+    assert exact_share(calls, predictions) == 1.0
+
+
+def test_the_ttl_is_five_minutes_unless_the_previous_call_wrote_one_hour_tokens() -> None:
+    five = predict_transcript([call(0, 0, 9000), call(6, 0, 9000)])
+    hour = predict_transcript([call(0, 0, 0, write_1h=9000), call(30, 9000, 0)])
+    assert five[1].read == 0
+    assert five[1].rule == "ttl-expired"
+    assert hour[1].read == 9000
+    assert hour[1].rule == "carried"
+
+
+def test_a_compaction_leaves_only_the_static_prefix() -> None:
+    calls = [call(0, 12000, 5000), call(1, 17000, 900), call(2, 12000, 3000, compaction=True)]
+    assert predict_transcript(calls)[2].read == 12000
+    assert predict_transcript(calls, static_prefix=11000)[2].read == 11000
+
+
+def test_a_model_change_and_separate_lineages_are_honoured() -> None:
+    calls = [
+        call(0, 0, 9000),
+        call(0.5, 0, 4000, lineage="subagent"),
+        call(1, 9000, 100),
+        call(2, 0, 9100, model="claude-opus-4-1"),
+    ]
+    predictions = predict_transcript(calls)
+    assert [p.rule for p in predictions] == ["first-call", "first-call", "carried", "model-changed"]
+    assert exact_share(calls[:1], predictions[:1]) is None
+
+
+def test_appended_tokens_is_the_difference_of_prompt_totals() -> None:
+    assert (
+        appended_tokens(Usage(4, 0, 18764, 0, 1, "anthropic"), Usage(7, 18764, 255, 0, 1, "anthropic")) == 258
+    )
+
+
+def read_transcript(path: Path) -> list[TranscriptCall]:
+    calls: dict[tuple[Any, Any], TranscriptCall] = {}
+    compaction = False
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
+            compaction = True
+        if entry.get("type") != "assistant" or entry["message"].get("model") == "<synthetic>":
+            continue
+        key = (entry["message"].get("id"), entry.get("requestId"))
+        if key in calls:
+            continue
+        raw = entry["message"]["usage"]
+        split = raw.get("cache_creation") or {}
+        usage = Usage(
+            raw["input_tokens"],
+            raw.get("cache_read_input_tokens"),
+            split.get("ephemeral_5m_input_tokens", raw.get("cache_creation_input_tokens")),
+            split.get("ephemeral_1h_input_tokens", 0),
+            raw.get("output_tokens"),
+            "anthropic",
+            raw,
+        )
+        started = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00"))
+        lineage = "subagent" if entry.get("isSidechain") or path.name.startswith("agent-") else "main"
+        calls[key] = TranscriptCall(started, entry["message"]["model"], usage, lineage, compaction)
+        compaction = False
+    return list(calls.values())
+
+
+@pytest.mark.shared_data
+def test_claude_code_transcripts_are_predicted_almost_always_exactly() -> None:
+    folder = SHARED / "claude-code"
+    if not folder.exists():
+        pytest.skip("shared data folder is absent")
+    judged = exact = 0
+    for path in sorted(folder.rglob("*.jsonl")):
+        calls = read_transcript(path)
+        predictions = predict_transcript(calls)
+        for c, p in zip(calls, predictions, strict=True):
+            if p.read is not None:
+                judged += 1
+                exact += p.exact(c.usage.cache_read)
+    assert judged == 174
+    assert exact / judged >= 0.97
