@@ -1,10 +1,31 @@
 """The normalized records of DESIGN §3 and what is derived from them."""
 
+from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.blocks import Block
 from dashboard.models.ingest import IngestError, IngestJob
+from dashboard.models.prices import ModelPrice
+from dashboard.models.projections import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow
 from dashboard.models.requests import Request
 from dashboard.models.sessions import Event, Session
 from dashboard.models.sources import Source
+from dashboard.models.tokens import ApiToken
 from dashboard.models.warnings import Warning
 
-__all__ = ["Block", "Event", "IngestError", "IngestJob", "Request", "Session", "Source", "Warning"]
+__all__ = [
+    "ApiToken",
+    "Block",
+    "Event",
+    "FoldRun",
+    "FoldRunResult",
+    "IngestError",
+    "IngestJob",
+    "ModelPrice",
+    "ProjcacheCheck",
+    "ProjectionRow",
+    "Request",
+    "RequestAnalysis",
+    "Session",
+    "SessionAnalysis",
+    "Source",
+    "Warning",
+]

@@ -4,6 +4,7 @@ Each task has an explicit name, so routing (``CELERY_TASK_ROUTES``) and messages
 survive a module being moved.
 """
 
+from dashboard.tasks.analysis import analyse_session_task
 from dashboard.tasks.ingest import ingest_job_task
 
-__all__ = ["ingest_job_task"]
+__all__ = ["analyse_session_task", "ingest_job_task"]

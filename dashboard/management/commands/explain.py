@@ -1,0 +1,80 @@
+"""``manage.py explain PATH [--format F] [--json]``: a log file's cache analysis, without the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from dashboard.services.analysis import FileSession, RequestResult, file_analyse
+from projections.formats import FORMAT_NAMES
+from projections.records import FormatError
+
+
+class Command(BaseCommand):
+    help = (
+        "Explain each request's cache behaviour in a log file: markers kept or broken, the first "
+        "change and its cause, credited / wire allows / reported / predicted figures and the miss label."
+    )
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path, help="A log file or a folder of logs.")
+        parser.add_argument("--format", choices=FORMAT_NAMES, help="Read every file as this format.")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="Print a JSON array, one object per request (default: a table).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            sessions = file_analyse(path=options["path"], format=options["format"])
+        except FormatError as error:
+            raise CommandError(str(error)) from None
+        for session in sessions:
+            for line_error in session.errors:
+                self.stderr.write(str(line_error))
+        results = [result for session in sessions for result in session.analysis.results]
+        if options["json"]:
+            self.stdout.write(json.dumps([r.explain_json() for r in results], indent=2))
+            return
+        for session in sessions:
+            self._table(session)
+
+    def _table(self, session: FileSession) -> None:
+        self.stdout.write(f"session {session.external_id}")
+        header = (
+            f"{'#':>4} {'lineage':8} {'model':28} {'credited':>9} {'wire':>9} {'read':>9} "
+            f"{'pred.read':>9} {'write':>9} {'pred.wr':>9}  label / first change"
+        )
+        self.stdout.write(header)
+        for result in session.analysis.results:
+            self.stdout.write(_row(result))
+            for marker in result.data["markers"]:
+                self.stdout.write(
+                    f"{'':>4}   marker {marker['ordinal']} at {marker['position']} ({marker['tier']}, "
+                    f"{marker['prefix_tokens']} tokens): {marker['status']}"
+                )
+        self.stdout.write("")
+
+
+def _figure(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
+def _row(result: RequestResult) -> str:
+    data = result.data
+    figures = data["figures"]
+    change = data["first_change"]
+    what = data["label"] or "ok"
+    if change is not None:
+        what += f"; first change at {change['tier']}:{change['position']} ({change['cause']})"
+    return (
+        f"{data['ordinal']:>4} {data['lineage']:8} {str(data['model'])[:28]:28} "
+        f"{_figure(figures['credited']):>9} {_figure(figures['wire_allows']):>9} "
+        f"{_figure(figures['reported_read']):>9} {_figure(figures['predicted_read']):>9} "
+        f"{_figure(figures['reported_write']):>9} {_figure(figures['predicted_write']):>9}  {what}"
+    )

@@ -1,0 +1,32 @@
+"""The cache analysis of a session, after each ingest and on demand."""
+
+from __future__ import annotations
+
+from celery import Task, shared_task
+from django.db import OperationalError
+
+from dashboard.services.analysis import analysis_claim, analysis_request, session_analyse
+from dashboard.services.followups import register_followup
+
+
+@shared_task(
+    name="dashboard.tasks.analyse_session",
+    bind=True,
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def analyse_session_task(self: Task[[int], None], session_id: int) -> None:
+    """Analyse session ``session_id`` if its analysis is queued; re-running it only rewrites the same rows."""
+    owner = self.request.id or "in-process"
+    if not analysis_claim(session_id=session_id, owner=owner):
+        return  # another task owns it, or nothing new was asked for
+    session_analyse(session_id=session_id, owner=owner)
+
+
+@register_followup
+def enqueue_session_analysis(session_id: int) -> None:
+    """Queue the analysis of a session whose ingest has just committed."""
+    if analysis_request(session_id=session_id):
+        analyse_session_task.delay(session_id)
