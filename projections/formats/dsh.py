@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from projections.formats.dsh_calls import DshCalls
 from projections.formats.lines import LogLines
 from projections.formats.times import parse_time
 from projections.records import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
@@ -181,6 +182,7 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
     name = str(path)
     expected = 0
     lost_lines = False
+    calls = DshCalls(name, session.lineage)
     with LogLines(path) as log:
         lines = log.json_lines()
         next(lines, None)  # the header, validated by read_header
@@ -218,6 +220,9 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
                 if event.time is not None:
                     session.ended_at = event.time
                 yield event
+                call = calls.observe(event)
+                if call is not None:
+                    yield call
         session.crash_tail = log.crash_tail
 
 

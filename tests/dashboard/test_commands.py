@@ -65,3 +65,6 @@ def test_report_gives_one_object_per_session(dsh_log: Path) -> None:
         "dsh",
         None,
     )
+    # Two assistant replies with usage: 10 + 20 uncached, 0 + 1000 read, 1000 + 1000 written, 5 + 10 output.
+    assert (row["requests"], row["input_tokens"], row["cache_read_tokens"]) == (2, 30, 1000)
+    assert (row["cache_creation_tokens"], row["output_tokens"]) == (2000, 15)
