@@ -46,7 +46,14 @@ def test_it_covers_thirty_sessions_three_sources_and_every_format(demo: tuple[Pa
     assert len(manifest.sessions) >= 30
     assert {entry.source for entry in manifest.files} == {"build-farm", "laptop-ana", "research-cluster"}
     formats = {entry.format for entry in manifest.files}
-    assert formats == {"dsh", "claude-code", "claude-trace", "anthropic-capture", "connectome", "openai-capture"}
+    assert formats == {
+        "dsh",
+        "claude-code",
+        "claude-trace",
+        "anthropic-capture",
+        "connectome",
+        "openai-capture",
+    }
     versions = {s.format_version for entry in manifest.files_of("dsh") for s in entry.sessions}
     assert versions == {"0", "3", "4"}
 
@@ -96,7 +103,9 @@ def test_dsh_files_hold_the_manifest_counts(demo: tuple[Path, DemoManifest]) -> 
         (expected,) = entry.sessions
         lines = read_lines(root / entry.path)
         assert lines[0]["id"] == expected.external_id
-        assert dsh_counts(lines) == (expected.events, expected.requests, expected_totals(expected)), entry.path
+        assert dsh_counts(lines) == (expected.events, expected.requests, expected_totals(expected)), (
+            entry.path
+        )
 
 
 def claude_code_calls(lines: list[dict[str, Any]]) -> dict[bool, list[dict[str, Any]]]:
@@ -126,9 +135,9 @@ def test_claude_code_files_hold_the_manifest_counts(demo: tuple[Path, DemoManife
             continue
         assert anthropic_totals(calls[False]) == expected_totals(main), entry.path
         assert len(calls[False]) == main.requests
-        assert anthropic_totals(calls[True]) == (
-            expected_totals(inline[0]) if inline else (0, 0, 0, 0)
-        ), entry.path
+        assert anthropic_totals(calls[True]) == (expected_totals(inline[0]) if inline else (0, 0, 0, 0)), (
+            entry.path
+        )
 
 
 def sse_usage(raw: str) -> dict[str, Any]:
@@ -146,7 +155,14 @@ def sse_usage(raw: str) -> dict[str, Any]:
 def test_pairs_files_hold_the_manifest_counts(demo: tuple[Path, DemoManifest]) -> None:
     root, manifest = demo
     for fmt, usage_of in (
-        ("claude-trace", lambda r: r["response"]["body"]["usage"] if r["response"]["body"] else sse_usage(r["response"]["body_raw"])),
+        (
+            "claude-trace",
+            lambda r: (
+                r["response"]["body"]["usage"]
+                if r["response"]["body"]
+                else sse_usage(r["response"]["body_raw"])
+            ),
+        ),
         ("anthropic-capture", lambda r: r["response"]["usage"]),
         ("connectome", lambda r: r["rawResponse"]["usage"]),
     ):
@@ -187,7 +203,7 @@ def test_the_importers_read_every_file_without_line_errors(demo: tuple[Path, Dem
             items = list(imported.items)
             errors = [str(item) for item in items if isinstance(item, LineError)]
             assert errors == [], entry.path
-            assert imported.fatal == "" and imported.unfoldable == "", entry.path
+            assert (imported.fatal, imported.unfoldable) == ("", ""), entry.path
             session = expected[imported.external_id]
             seen.append(imported.external_id)
             if entry.format == "dsh":
