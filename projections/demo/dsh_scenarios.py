@@ -37,7 +37,6 @@ class DshRun:
 
     log: DshLog
     tool_nodes: dict[int, tuple[str, str]] = field(default_factory=dict)
-    pruned: set[int] = field(default_factory=set)
     previous_total: int = 0
     output_lines: tuple[int, int] = (5, 30)
     """How many lines a tool's output has, at least and at most."""
@@ -230,7 +229,7 @@ def prune(run: DshRun, turn: int) -> bool:
     """
     log = run.log
     position = next(
-        (i for i, node in enumerate(log.nodes) if node.seq in run.tool_nodes and node.seq not in run.pruned),
+        (i for i, node in enumerate(log.nodes) if node.seq in run.tool_nodes),
         None,
     )
     if position is None:
@@ -250,10 +249,8 @@ def prune(run: DshRun, turn: int) -> bool:
         "content": [{"type": "text", "text": PRUNED_TEXT}],
     }
     message = {"role": "tool", "content": [block]}
-    seq = log.replace(
-        "tool/result", {"turn": turn, "step": 0, "message": message}, message, position, position
-    )
-    run.pruned.add(seq)
+    # The placeholder is not registered as a tool node, so a result is never pruned twice.
+    log.replace("tool/result", {"turn": turn, "step": 0, "message": message}, message, position, position)
     log.counts.prunes += 1
     log.counts.metered_replacements += 1
     return True
