@@ -15,7 +15,7 @@ def make_user(db: None) -> Callable[..., User]:
     def make(username: str = "ana", role: str | None = "viewer") -> User:
         user = User.objects.create_user(username=username, password="a-long-test-password")
         if role:
-            user.groups.add(Group.objects.get(name=role))
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
         return user
 
     return make
