@@ -206,11 +206,13 @@ def test_the_importers_read_every_file_without_line_errors(demo: tuple[Path, Dem
             assert (imported.fatal, imported.unfoldable) == ("", ""), entry.path
             session = expected[imported.external_id]
             seen.append(imported.external_id)
+            requests = [item for item in items if isinstance(item, RequestRecord)]
             if entry.format == "dsh":
                 assert sum(isinstance(item, EventRecord) for item in items) == session.events
-                continue
-            requests = [item for item in items if isinstance(item, RequestRecord)]
-            assert dict(Counter(r.lineage for r in requests)) == dict(session.requests_by_lineage), entry.path
+                assert len(requests) == session.requests, entry.path
+            else:
+                lineages = dict(Counter(r.lineage for r in requests))
+                assert lineages == dict(session.requests_by_lineage), entry.path
             reported = [r.usage for r in requests if r.usage is not None]
             assert sum(u.cache_read or 0 for u in reported) == session.usage.cache_read, entry.path
             assert sum(u.uncached_input or 0 for u in reported) == session.usage.uncached_input, entry.path
