@@ -61,7 +61,10 @@ def response_facts(response: JSON, provider: str, field: str = "response") -> Re
         return ResponseFacts("", "", None, None, "")
     if not isinstance(response, dict):
         raise BadRecord(field, f"expected an object, got {type(response).__name__}")
-    wrapped = any(key in response for key in ("body", "body_raw", "status_code", "status", "headers"))
+    # A bare OpenAI Responses body has "status": "completed"; only an integer status marks an envelope.
+    wrapped = any(key in response for key in ("body", "body_raw", "status_code", "headers")) or (
+        isinstance(response.get("status"), int) and not isinstance(response.get("status"), bool)
+    )
     if not wrapped:
         return _from_body(response, None, "")
     status = status_of(response.get("status_code", response.get("status")), f"{field}.status_code")

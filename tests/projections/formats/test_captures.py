@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, read_capture
 from tests.projections.formats.conftest import FIXTURES, drain
@@ -52,3 +54,28 @@ def test_anthropic_capture_with_epoch_millisecond_times() -> None:
     assert request.first_token_at == datetime(2026, 3, 1, 8, 0, 0, 800000, tzinfo=UTC)
     assert request.usage is not None
     assert request.usage.cache_write == 1100
+
+
+def test_a_bare_responses_body_with_a_status_word_is_not_taken_for_an_http_envelope(tmp_path: Path) -> None:
+    capture = tmp_path / "responses.jsonl"
+    record = {
+        "started_at": "2026-03-03T08:00:00Z",
+        "request": {"model": "gpt-5", "input": "hi"},
+        "response": {
+            "id": "resp_9",
+            "object": "response",
+            "status": "completed",
+            "model": "gpt-5",
+            "usage": {
+                "input_tokens": 2000,
+                "input_tokens_details": {"cached_tokens": 1024},
+                "output_tokens": 7,
+            },
+        },
+    }
+    capture.write_text(json.dumps(record) + "\n")
+    (session,) = list(read_capture(capture, OPENAI_FORMAT))
+    _, requests, errors = drain(session)
+    assert errors == []
+    assert requests[0].usage is not None
+    assert (requests[0].usage.uncached_input, requests[0].usage.cache_read) == (976, 1024)
