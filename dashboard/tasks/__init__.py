@@ -5,6 +5,13 @@ survive a module being moved.
 """
 
 from dashboard.tasks.analysis import analyse_session_task
+from dashboard.tasks.folds import fold_session_task, refold_chunk_task, refold_run_task
 from dashboard.tasks.ingest import ingest_job_task
 
-__all__ = ["analyse_session_task", "ingest_job_task"]
+__all__ = [
+    "analyse_session_task",
+    "fold_session_task",
+    "ingest_job_task",
+    "refold_chunk_task",
+    "refold_run_task",
+]

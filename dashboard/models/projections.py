@@ -1,0 +1,186 @@
+"""Projection rows, re-fold runs and their results, and checks of a host's own rows (DESIGN §5)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from dashboard.models.sessions import Session
+
+
+class ProjectionRowQuerySet(models.QuerySet["ProjectionRow"]):
+    def of_key(self, key: str, ver: int | None = None) -> ProjectionRowQuerySet:
+        rows = self.filter(key=key)
+        return rows if ver is None else rows.filter(ver=ver)
+
+
+class ProjectionRow(models.Model):
+    """The state of projection ``key`` under state version ``ver`` after event ``seq`` of a session.
+
+    A shortcut, never authority: a row of another version than the live one is discarded and the
+    log folded again. ``seq`` is null when the fold stopped at the first event; ``error`` then says
+    why, and the row stays at its last good seq until the log or the version changes.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="projection_rows")
+    key = models.CharField(max_length=80)
+    ver = models.PositiveIntegerField()
+    seq = models.IntegerField(null=True, blank=True, help_text="The last event folded into val.")
+    val = models.JSONField(help_text="The serialized state after seq.")
+    view = models.JSONField(null=True, blank=True, help_text="The view of that state, as pages show it.")
+    state_bytes = models.PositiveIntegerField(default=0, help_text="Bytes of val as compact JSON.")
+    error = models.TextField(
+        blank=True, help_text="Why the fold stopped after seq; empty when it reached the end."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ProjectionRowQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key", "ver"], name="projection_row_once_per_version"),
+        ]
+        indexes = [models.Index(fields=["key", "ver"], name="projection_row_key_ver")]
+        ordering = ["session", "key", "ver"]
+
+    def __str__(self) -> str:
+        return f"{self.key} v{self.ver} @ {self.session_id}#{self.seq}"
+
+
+class FoldRunQuerySet(models.QuerySet["FoldRun"]):
+    def unfinished(self) -> FoldRunQuerySet:
+        return self.filter(status__in=(FoldRun.Status.QUEUED, FoldRun.Status.RUNNING))
+
+
+class FoldRun(models.Model):
+    """A re-fold of stored logs under two state versions of one key, compared event by event (DESIGN §5.2)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    key = models.CharField(max_length=80)
+    from_version = models.PositiveIntegerField()
+    to_version = models.PositiveIntegerField()
+    session_ids = models.JSONField(
+        null=True, blank=True, help_text="Session primary keys to re-fold; null means every session."
+    )
+    last_session_id = models.BigIntegerField(
+        null=True, blank=True, help_text="For every session: the newest session when the run started."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    message = models.TextField(blank=True)
+
+    sessions_total = models.PositiveIntegerField(default=0)
+    sessions_done = models.PositiveIntegerField(default=0)
+    events = models.BigIntegerField(default=0)
+    identical = models.PositiveIntegerField(default=0)
+    diverged = models.PositiveIntegerField(default=0)
+    errored = models.PositiveIntegerField(default=0)
+    from_state_bytes = models.BigIntegerField(default=0, help_text="Retained state under from_version.")
+    to_state_bytes = models.BigIntegerField(default=0, help_text="Retained state under to_version.")
+    fold_seconds = models.FloatField(default=0.0, help_text="Time spent folding, summed over sessions.")
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker last finished a session."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FoldRunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"re-fold #{self.pk} {self.key} v{self.from_version}→v{self.to_version} {self.status}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("dashboard:fold_run", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        if not self.sessions_total:
+            return 0
+        return min(99, 100 * self.sessions_done // self.sessions_total)
+
+    @property
+    def wall_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at or self.heartbeat_at
+        return None if end is None else (end - self.started_at).total_seconds()
+
+
+class FoldRunResult(models.Model):
+    """What a fold run found for one session; written in the same transaction as the session's new rows."""
+
+    class Status(models.TextChoices):
+        IDENTICAL = "identical"
+        DIVERGED = "diverged"
+        ERROR = "error"
+
+    run = models.ForeignKey(FoldRun, on_delete=models.CASCADE, related_name="results")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="fold_results")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    events = models.PositiveIntegerField(default=0)
+    divergent_seq = models.IntegerField(null=True, blank=True)
+    divergent_type = models.CharField(max_length=80, blank=True)
+    from_view = models.JSONField(null=True, blank=True)
+    to_view = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    from_state_bytes = models.PositiveIntegerField(default=0)
+    to_state_bytes = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "session"], name="fold_result_once_per_session"),
+        ]
+        ordering = ["run", "session"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.session_id} {self.status}"
+
+
+class ProjcacheCheck(models.Model):
+    """A host's own projection row (``session_projcache.json``) compared with our fold at the same seq."""
+
+    class Status(models.TextChoices):
+        AGREE = "agree"
+        MISMATCH = "mismatch"
+        NOT_COMPARABLE = "not-comparable"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="projcache_checks")
+    key = models.CharField(max_length=80)
+    ver = models.PositiveIntegerField()
+    seq = models.IntegerField()
+    status = models.CharField(max_length=20, choices=Status.choices)
+    theirs = models.JSONField(null=True, blank=True)
+    ours = models.JSONField(null=True, blank=True)
+    detail = models.TextField(blank=True)
+    source_path = models.CharField(max_length=1000, blank=True)
+    checked_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "key", "ver"], name="projcache_check_once_per_version"
+            ),
+        ]
+        ordering = ["session", "key", "ver"]
+
+    def __str__(self) -> str:
+        return f"projcache {self.key} v{self.ver} @ {self.session_id}#{self.seq}: {self.status}"

@@ -1,0 +1,415 @@
+"""Incremental folds of the live projections into projection rows, and fold-based series for pages.
+
+A session's rows are kept current by :func:`fold_session` after each ingest: it resumes every live
+projection from its row, so a new event costs one ``apply`` per key. Rows of another state version
+than the live one are discarded and that key is folded from the start; other keys keep theirs.
+
+A fold error stops that key at the failing event: the row stays at the last good seq with the error
+recorded on it, and a ``fold-error`` warning (one per key, version and seq, with a count) names the
+session, seq, event type and rule. Nothing is half-written: each session's rows and warnings are
+written in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import tee
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from dashboard.models import Event, ProjectionRow, Session, Warning
+from projections.fold import FoldStep
+from projections.records import JSON, EventRecord
+from projections.registry import (
+    AnyProjection,
+    FoldError,
+    fold_views,
+    get_projection,
+    live_projections,
+    live_versions,
+    state_size_bytes,
+)
+
+EVENT_CHUNK = 2000
+
+
+def event_to_record(row: Event) -> EventRecord:
+    """The engine's record of a stored event: the one place the database meets the fold engine."""
+    seqs = row.source_event_seqs
+    return EventRecord(
+        seq=row.seq,
+        type=row.type,
+        time=row.time,
+        data=row.data,
+        surface_op=row.surface_op,
+        source_event_seqs=tuple(seqs) if seqs is not None else None,
+        ignorable=row.ignorable,
+    )
+
+
+def session_records(*, session_id: int, after_seq: int | None = None) -> Iterator[EventRecord]:
+    """The stored log of a session in seq order, streamed; only events after ``after_seq`` when given."""
+    events = Event.objects.filter(session_id=session_id).order_by("seq")
+    if after_seq is not None:
+        events = events.filter(seq__gt=after_seq)
+    for row in events.iterator(chunk_size=EVENT_CHUNK):
+        yield event_to_record(row)
+
+
+# --- warnings ----------------------------------------------------------------------------------------
+
+
+def session_warn(*, session_id: int, kind: str, place: str, message: str) -> None:
+    """Record a warning once per session, kind and place; a repeat raises its count and refreshes the text."""
+    with transaction.atomic():
+        warning, created = Warning.objects.get_or_create(
+            session_id=session_id, kind=kind, place=place[:300], defaults={"message": message}
+        )
+        if not created:
+            Warning.objects.filter(pk=warning.pk).update(
+                count=F("count") + 1, message=message, last_seen=timezone.now()
+            )
+
+
+def session_refresh_warning_count(*, session_id: int) -> None:
+    """Keep the list page's warning column equal to the session's warnings."""
+    count = Warning.objects.filter(session_id=session_id).count()
+    Session.objects.filter(pk=session_id).update(warning_count=count)
+
+
+def fold_error_place(key: str, ver: int, seq: int) -> str:
+    """Where a fold error sits: one warning per key, state version and seq."""
+    return f"{key} v{ver} seq {seq}"
+
+
+def fold_error_message(error: FoldError, *, key: str, ver: int, session: str) -> str:
+    """The warning text: the projection, then the session, seq, event type and rule of the error."""
+    return f"{key} v{ver}: {error.with_session(session)}"
+
+
+# --- lockstep folding --------------------------------------------------------------------------------
+
+
+@dataclass
+class Track:
+    """One projection being folded over a session's events, from a state at ``seq`` (``None``: the start)."""
+
+    projection: AnyProjection
+    state: Any
+    seq: int | None = None
+    view: Any = None
+    error: FoldError | None = None
+    folded: int = 0
+    """Events folded by this run of the track (not counting those its starting state held)."""
+
+    @classmethod
+    def start(cls, projection: AnyProjection) -> Track:
+        return cls(projection, projection.init())
+
+    @classmethod
+    def resume(cls, projection: AnyProjection, row: ProjectionRow) -> Track:
+        state = projection.deserialize(row.val)
+        return cls(projection, state, row.seq, projection.view(state))
+
+    @property
+    def key(self) -> str:
+        return self.projection.key
+
+    @property
+    def ver(self) -> int:
+        return self.projection.state_version
+
+    @property
+    def view_json(self) -> JSON:
+        return None if self.seq is None else self.projection.view_json(self.view)
+
+    def state_bytes(self) -> int:
+        return state_size_bytes(self.projection, self.state)
+
+
+def fold_tracks(
+    tracks: list[Track], events: Iterable[EventRecord]
+) -> Iterator[tuple[EventRecord, list[FoldStep[Any, Any] | None]]]:
+    """Fold every track over ``events`` in lockstep, yielding each event with each track's step.
+
+    A track's step is ``None`` when the track does not take the event (its state already holds it,
+    or it has stopped at an error). A :class:`FoldError` stops its own track only, at the last good
+    state; the others go on. Events are read once, whatever the number of tracks.
+    """
+    if not tracks:
+        return
+    try:
+        yield from _lockstep(tracks, events)
+    finally:
+        # A stream from the database holds a cursor until it is closed, even when a fold stopped early.
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
+def _lockstep(
+    tracks: list[Track], events: Iterable[EventRecord]
+) -> Iterator[tuple[EventRecord, list[FoldStep[Any, Any] | None]]]:
+    raw, *branches = tee(events, len(tracks) + 1)
+    folds = [
+        fold_views(track.projection, branch, track.state, track.seq)
+        for track, branch in zip(tracks, branches, strict=True)
+    ]
+    live = [True] * len(tracks)
+    for event in raw:
+        steps: list[FoldStep[Any, Any] | None] = []
+        for index, track in enumerate(tracks):
+            if not live[index] or (track.seq is not None and event.seq <= track.seq):
+                steps.append(None)
+                continue
+            try:
+                step = next(folds[index])
+            except FoldError as error:
+                track.error = error
+                live[index] = False
+                # Drop the generator so the branch's buffered events can be freed.
+                folds[index] = iter(())
+                steps.append(None)
+                continue
+            track.state, track.seq, track.view = step.state, step.seq, step.view
+            track.folded += 1
+            steps.append(step)
+        yield event, steps
+        if not any(live):
+            return
+
+
+def drain(iterator: Iterator[Any]) -> None:
+    """Run an iterator to its end for its side effects."""
+    for _ in iterator:
+        pass
+
+
+# --- incremental fold --------------------------------------------------------------------------------
+
+
+@dataclass
+class KeyFold:
+    """What one fold did to one key of a session."""
+
+    key: str
+    ver: int
+    seq: int | None
+    folded: int
+    discarded: int = 0
+    error: str = ""
+
+
+@dataclass
+class SessionFold:
+    """What :func:`fold_session` did to one session."""
+
+    session_id: int
+    keys: list[KeyFold] = field(default_factory=list)
+    skipped: str = ""
+    """Why nothing was folded (the session is gone or cannot be folded); empty when it was."""
+
+    @property
+    def events_folded(self) -> int:
+        return sum(key.folded for key in self.keys)
+
+
+def fold_session(*, session_id: int) -> SessionFold:
+    """Bring every live projection row of a session up to its last stored event.
+
+    Folding happens outside any transaction; the rows are then written in one short transaction
+    that keeps whichever row is further along, so two folds of the same session never step back.
+    """
+    session = Session.objects.filter(pk=session_id).only("id", "external_id", "unfoldable").first()
+    if session is None:
+        return SessionFold(session_id, skipped="the session no longer exists")
+    if session.unfoldable:
+        return SessionFold(session_id, skipped=f"the log cannot be folded: {session.unfoldable}")
+
+    rows = {row.key: row for row in ProjectionRow.objects.filter(_live_rows(), session_id=session_id)}
+    tracks = [
+        Track.resume(projection, rows[projection.key])
+        if projection.key in rows and rows[projection.key].seq is not None
+        else Track.start(projection)
+        for projection in live_projections()
+    ]
+    # Read the log once, from the earliest seq any key still needs.
+    after = None if any(track.seq is None for track in tracks) else min(track.seq or 0 for track in tracks)
+    drain(fold_tracks(tracks, session_records(session_id=session_id, after_seq=after)))
+
+    result = SessionFold(session_id)
+    with transaction.atomic():
+        Session.objects.select_for_update().filter(pk=session_id).exists()
+        discarded = _discard_stale_rows(session_id)
+        for track in tracks:
+            error = ""
+            if track.error is not None:
+                error = fold_error_message(
+                    track.error, key=track.key, ver=track.ver, session=session.external_id
+                )
+                session_warn(
+                    session_id=session_id,
+                    kind=Warning.Kind.FOLD_ERROR,
+                    place=fold_error_place(track.key, track.ver, track.error.seq),
+                    message=error,
+                )
+            if track.folded or error:
+                row_write(session_id=session_id, track=track, error=error)
+            result.keys.append(
+                KeyFold(track.key, track.ver, track.seq, track.folded, discarded.get(track.key, 0), error)
+            )
+        session_refresh_warning_count(session_id=session_id)
+    return result
+
+
+def _live_rows() -> Q:
+    live = Q(pk__in=[])
+    for key, ver in live_versions().items():
+        live |= Q(key=key, ver=ver)
+    return live
+
+
+def _discard_stale_rows(session_id: int) -> dict[str, int]:
+    """Delete the session's rows of any version but the live one; a bumped key loses only its own rows."""
+    stale = ProjectionRow.objects.filter(session_id=session_id).exclude(_live_rows())
+    counts: dict[str, int] = {}
+    for key in stale.values_list("key", flat=True):
+        counts[key] = counts.get(key, 0) + 1
+    stale.delete()
+    return counts
+
+
+def row_write(*, session_id: int, track: Track, error: str = "") -> bool:
+    """Store a track's state as the session's row of its key and version, unless a further row exists.
+
+    Rows are deterministic in the log up to their seq, so a stored row with a later seq is kept.
+    Returns whether the row was written. Call inside a transaction that holds the session's lock.
+    """
+    stored = ProjectionRow.objects.filter(session_id=session_id, key=track.key, ver=track.ver).first()
+    if stored is not None and stored.seq is not None:
+        if track.seq is None or track.seq < stored.seq:
+            return False
+        if track.seq == stored.seq and stored.error == error and not track.folded:
+            return False
+    values = {
+        "seq": track.seq,
+        "val": track.projection.serialize(track.state),
+        "view": track.view_json,
+        "state_bytes": track.state_bytes(),
+        "error": error,
+    }
+    if stored is None:
+        ProjectionRow.objects.create(session_id=session_id, key=track.key, ver=track.ver, **values)
+    else:
+        for name, value in values.items():
+            setattr(stored, name, value)
+        stored.save()
+    return True
+
+
+# --- series for the session page ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BreakdownPoint:
+    """The breakdown and the provider's figures after one event."""
+
+    seq: int
+    time: datetime | None
+    system: int
+    messages: int
+    pressure: int | None
+    window: int | None
+
+
+@dataclass(frozen=True)
+class ReplacementMarker:
+    """A compaction or prune on the chart, with what its metering event states."""
+
+    seq: int
+    time: datetime | None
+    kind: str
+    shadowed_start: int | None
+    shadowed_end: int | None
+    shadowed_tokens: int | None
+    usage: JSON
+
+
+@dataclass
+class BreakdownSeries:
+    """``contextBreakdown`` and ``contextPressure`` over a session, from folding its stored log."""
+
+    breakdown_version: int
+    points: list[BreakdownPoint] = field(default_factory=list)
+    markers: list[ReplacementMarker] = field(default_factory=list)
+    error: str = ""
+    events: int = 0
+
+    @property
+    def now(self) -> BreakdownPoint | None:
+        return self.points[-1] if self.points else None
+
+
+def session_breakdown_series(*, session: Session) -> BreakdownSeries:
+    """Fold one session's log under the live ``contextBreakdown`` and ``contextPressure``, keeping a point
+    whenever a figure changes (and the last one), plus a marker for every compaction and prune.
+
+    The figures come from the folds themselves; nothing here re-states a rule.
+    """
+    breakdown = Track.start(get_projection("contextBreakdown"))
+    pressure = Track.start(get_projection("contextPressure"))
+    series = BreakdownSeries(breakdown.ver)
+    if session.unfoldable:
+        series.error = f"The log cannot be folded: {session.unfoldable}"
+        return series
+    last: tuple[int, int, int | None, int | None] | None = None
+    pending: BreakdownPoint | None = None
+    for event, (step, _pressure_step) in fold_tracks(
+        [breakdown, pressure], session_records(session_id=session.pk)
+    ):
+        if event.type in ("compaction/summary", "compaction/prune"):
+            series.markers.append(_marker(event))
+        if step is None:
+            continue
+        series.events += 1
+        view = step.view
+        pressure_view = pressure.view
+        figures = (
+            view.system_tokens,
+            view.message_tokens,
+            None if pressure_view is None else pressure_view.pressure,
+            None if pressure_view is None else pressure_view.context_window,
+        )
+        point = BreakdownPoint(event.seq, event.time, *figures)
+        if figures != last:
+            series.points.append(point)
+            last, pending = figures, None
+        else:
+            pending = point
+    if pending is not None:
+        series.points.append(pending)
+    error = breakdown.error or pressure.error
+    if error is not None:
+        series.error = str(error.with_session(session.external_id))
+    return series
+
+
+def _marker(event: EventRecord) -> ReplacementMarker:
+    data = event.data
+    found = data.get("shadowedRange")
+    shadowed: dict[str, JSON] = found if isinstance(found, dict) else {}
+    tokens = data.get("shadowedTokenCount")
+    return ReplacementMarker(
+        seq=event.seq,
+        time=event.time,
+        kind="compaction" if event.type == "compaction/summary" else "prune",
+        shadowed_start=shadowed.get("start") if isinstance(shadowed.get("start"), int) else None,
+        shadowed_end=shadowed.get("end") if isinstance(shadowed.get("end"), int) else None,
+        shadowed_tokens=tokens if isinstance(tokens, int) else None,
+        usage=data.get("usage"),
+    )
