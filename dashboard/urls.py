@@ -4,7 +4,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.views import auth, ingest, overview, projections, requests, sessions, warnings
+from dashboard import api
+from dashboard.views import admin_pages, auth, ingest, overview, projections, requests, sessions, warnings
 
 app_name = "dashboard"
 
@@ -20,10 +21,16 @@ dashboard_patterns = [
     path("projections/runs/<int:run_id>/", projections.fold_run, name="fold_run"),
     path("ingest/", ingest.ingest_page, name="ingest"),
     path("ingest/<int:job_id>/", ingest.ingest_job, name="ingest_job"),
+    path("manage/tokens/", admin_pages.token_list, name="tokens"),
+    path("manage/tokens/<int:token_id>/revoke/", admin_pages.token_revoke_view, name="token_revoke"),
+    path("manage/prices/", admin_pages.price_list, name="prices"),
+    path("manage/prices/<int:price_id>/", admin_pages.price_edit, name="price_edit"),
+    path("manage/prices/<int:price_id>/delete/", admin_pages.price_delete, name="price_delete"),
 ]
 
 urlpatterns = [
     path("", include((dashboard_patterns, "dashboard"))),
+    path("api/v1/ingest", api.ingest, name="api_ingest"),
     path("accounts/login/", auth.RateLimitedLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -10,6 +10,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
 from dashboard.models import Event, Request, Session, Source
+from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 
 SESSION_SORTS = {
     "activity": "last_activity",
@@ -72,7 +73,13 @@ def _known_models() -> list[str]:
 @vary_on_headers("HX-Request")
 def session_list(request: HttpRequest) -> HttpResponse:
     template = "dashboard/session_list.html" + ("#session-table" if _is_htmx(request) else "")
-    return render(request, template, sessions_page(request.GET))
+    context = sessions_page(request.GET)
+    page = context["page"]
+    page.object_list = list(page.object_list)
+    costs = sessions_cost_map(session_ids=[session.pk for session in page.object_list])
+    for session in page.object_list:
+        session.cost_display = usd(costs.get(session.pk))
+    return render(request, template, context)
 
 
 @require_GET
@@ -83,6 +90,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "children": session.children.select_related("source").order_by("started_at", "id"),
         "requests": session.requests.order_by("ordinal"),
         "warnings": session.warnings.select_related("request")[:50],
+        "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),
     }
     return render(request, "dashboard/session_detail.html", context)

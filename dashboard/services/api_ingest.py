@@ -1,0 +1,355 @@
+"""The ingestion API's use case: a bounded NDJSON body → sessions stored through :func:`ingest_session`.
+
+Body lines (DESIGN §4, §8):
+
+- a dsh header ``{"type": "session", "version", "id", "createdAt", ...}`` starts a session;
+- dsh event lines (and packed chunk rows) belong to the last header before them, and are decoded by
+  the dsh importer's own per-record decoder, so the API and files agree on every field;
+- ``{"type": "request", "session": id, "request": {...}, "response": {...}, "started_at"?,
+  "first_token_at"?, "lineage"?}`` is one provider call as sent and answered, read by the capture
+  importer's per-record parser. ``session`` defaults to the last header's id. Its key is the
+  provider's request or message id, else a digest of the line, so a resent line is a duplicate.
+
+A session may be split over several bodies; each body must repeat the session's header line before
+its events. Every session is stored in its own transaction, so a body commits session by session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+from kombu.exceptions import OperationalError as BrokerError
+
+from dashboard.models import Source
+from dashboard.services.blocks import BlockStore
+from dashboard.services.ingest import IngestSummary, ingest_session, link_parents
+from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, parse_capture_record
+from projections.formats.dsh import FORMAT as DSH_FORMAT
+from projections.formats.dsh import decode_record, is_known_event_type, parse_header
+from projections.formats.exchanges import BadRecord
+from projections.records import EventRecord, FormatError, Lineage, LineError, RequestRecord, SessionImport
+from projections.usage import UsageError, normalize_usage
+
+BODY = "body"
+READ_CHUNK = 64 * 1024
+SPOOL_IN_MEMORY = 8 * 1024 * 1024
+"""A decompressed body larger than this is spooled to a temporary file, not kept in memory."""
+MAX_REPORTED_ERRORS = 1000
+BROKER_ERRORS: tuple[type[BaseException], ...] = (BrokerError, ConnectionError, TimeoutError)
+"""What enqueueing raises when the broker is unreachable: the rows are committed by then."""
+LINEAGES: tuple[Lineage, ...] = ("main", "subagent", "side")
+
+
+class Readable(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+class BodyRejected(Exception):
+    """A body the API refuses as a whole, with the HTTP status that says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+        super().__init__(message)
+
+
+def body_read(
+    *, stream: Readable, content_length: int | None, content_encoding: str, max_bytes: int
+) -> IO[bytes]:
+    """Read a request body into a spooled file, refusing it once it passes ``max_bytes``.
+
+    The limit holds for the bytes received and, for gzip, for the bytes decompressed, which are
+    counted while streaming in bounded steps: a gzip bomb is refused after ``max_bytes`` of output,
+    never inflated in memory. Raises :class:`BodyRejected` (413, 415 or 400).
+    """
+    encoding = content_encoding.strip().lower()
+    if encoding not in ("", "identity", "gzip", "x-gzip"):
+        raise BodyRejected(415, f"Content-Encoding {content_encoding!r} is not supported; send gzip or none")
+    if content_length is not None and content_length > max_bytes:
+        raise BodyRejected(413, f"body of {content_length} bytes exceeds the limit of {max_bytes} bytes")
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            _copy_gunzipped(stream, spool, max_bytes)
+        else:
+            _copy(stream, spool, max_bytes)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool
+
+
+def _chunks(stream: Readable, max_bytes: int) -> Iterator[bytes]:
+    received = 0
+    while chunk := stream.read(READ_CHUNK):
+        received += len(chunk)
+        if received > max_bytes:
+            raise BodyRejected(413, f"body exceeds the limit of {max_bytes} bytes")
+        yield chunk
+
+
+def _copy(stream: Readable, spool: IO[bytes], max_bytes: int) -> None:
+    for chunk in _chunks(stream, max_bytes):
+        spool.write(chunk)
+
+
+def _copy_gunzipped(stream: Readable, spool: IO[bytes], max_bytes: int) -> None:
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    written = 0
+    for chunk in _chunks(stream, max_bytes):
+        pending = chunk
+        while pending:
+            try:
+                out = inflater.decompress(pending, READ_CHUNK)
+            except zlib.error as error:
+                raise BodyRejected(400, f"body is not valid gzip: {error}") from None
+            written += len(out)
+            if written > max_bytes:
+                raise BodyRejected(
+                    413, f"decompressed body exceeds the limit of {max_bytes} bytes; send smaller batches"
+                )
+            spool.write(out)
+            if inflater.eof:
+                # Concatenated gzip members are one stream (what `cat a.gz b.gz` makes).
+                pending = inflater.unused_data
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if pending else inflater
+            else:
+                pending = inflater.unconsumed_tail
+    if not inflater.eof:
+        raise BodyRejected(400, "body is truncated gzip: the stream ends before its last member does")
+
+
+@dataclass
+class _PendingSession:
+    """A session being gathered from the body, before it is stored."""
+
+    imported: SessionImport
+    items: list[EventRecord | RequestRecord] = field(default_factory=list)
+    has_header: bool = False
+
+
+@dataclass
+class ApiIngestResult:
+    """What one API call stored, answered as JSON."""
+
+    summary: IngestSummary
+    errors: list[LineError]
+    sessions: list[str]
+    analysis_pending: bool = False
+
+    @property
+    def accepted(self) -> int:
+        return self.summary.events_added + self.summary.requests_added
+
+    def as_dict(self) -> dict[str, Any]:
+        errors = sorted(self.errors, key=lambda e: e.line if e.line is not None else 0)
+        answer: dict[str, Any] = {
+            "accepted": self.accepted,
+            "duplicates": self.summary.duplicates,
+            "events": self.summary.events_added,
+            "requests": self.summary.requests_added,
+            "sessions": len(self.sessions),
+            "errors": [
+                {"line": e.line, "field": e.field, "message": e.reason} for e in errors[:MAX_REPORTED_ERRORS]
+            ],
+            "analysis": "pending" if self.analysis_pending else "queued",
+        }
+        if len(errors) > MAX_REPORTED_ERRORS:
+            answer["errors_truncated"] = len(errors) - MAX_REPORTED_ERRORS
+        return answer
+
+
+def api_ingest(*, body: IO[bytes], source: Source) -> ApiIngestResult:
+    """Store every session of an NDJSON ``body`` for ``source``.
+
+    Raises :class:`BodyRejected` (400) when no line of the body is a JSON object. A broker that is
+    down when the follow-ups are enqueued does not lose data: the sessions are committed first, the
+    result says ``analysis_pending``, and the next ingest of the same session enqueues again.
+    """
+    pending, errors = _read_body(body, f"api/{source.name}")
+    summary = IngestSummary()
+    blocks = BlockStore()
+    analysis_pending = False
+    for session in pending:
+        session.imported.items = iter(session.items)
+        try:
+            ingest_session(session.imported, source=source, summary=summary, blocks=blocks)
+        except BROKER_ERRORS:
+            analysis_pending = True
+    link_parents(source)
+    return ApiIngestResult(
+        summary=summary,
+        errors=errors + summary.errors,
+        sessions=[s.imported.external_id for s in pending],
+        analysis_pending=analysis_pending,
+    )
+
+
+def _read_body(body: IO[bytes], path: str) -> tuple[list[_PendingSession], list[LineError]]:
+    sessions: dict[str, _PendingSession] = {}
+    errors: list[LineError] = []
+    current: _PendingSession | None = None
+    objects = 0
+    first_problem = ""
+    for number, raw in enumerate(body, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError as error:
+            reason = f"not JSON: {error}"
+            errors.append(LineError(BODY, number, "line", reason))
+            first_problem = first_problem or f"line {number}: {reason}"
+            continue
+        if not isinstance(value, dict):
+            reason = f"expected a JSON object, got {type(value).__name__}"
+            errors.append(LineError(BODY, number, "line", reason))
+            first_problem = first_problem or f"line {number}: {reason}"
+            continue
+        objects += 1
+        kind = value.get("type")
+        if kind == "session":
+            current = _start_session(sessions, value, number, path, errors)
+        elif kind == "request":
+            _add_request(sessions, current, value, number, path, errors)
+        elif current is None:
+            errors.append(
+                LineError(
+                    BODY,
+                    number,
+                    "type",
+                    "event line before any session header; start each body with the session's header line",
+                )
+            )
+        else:
+            _add_events(current, value, number, errors)
+    if not objects:
+        raise BodyRejected(400, f"body is not NDJSON: {first_problem or 'it is empty'}")
+    return list(sessions.values()), errors
+
+
+def _start_session(
+    sessions: dict[str, _PendingSession],
+    value: dict[str, Any],
+    number: int,
+    path: str,
+    errors: list[LineError],
+) -> _PendingSession | None:
+    try:
+        header = parse_header(value, BODY, number)
+    except FormatError as error:
+        errors.append(LineError(BODY, number, error.error.field, error.error.reason))
+        return None
+    pending = sessions.get(header.id)
+    if pending is None:
+        pending = sessions[header.id] = _PendingSession(
+            SessionImport(external_id=header.id, format=DSH_FORMAT, path=path, items=iter(()))
+        )
+    if not pending.has_header:
+        imported = pending.imported
+        imported.format = DSH_FORMAT
+        imported.format_version = str(header.version)
+        imported.title = header.title
+        imported.cwd = header.cwd
+        imported.started_at = header.created_at
+        imported.parent_external_id = header.parent_session
+        imported.lineage = "subagent" if header.delegation_depth > 0 else "main"
+        pending.has_header = True
+    return pending
+
+
+def _add_events(
+    pending: _PendingSession, value: dict[str, Any], number: int, errors: list[LineError]
+) -> None:
+    try:
+        events = decode_record(value, number)
+    except ValueError as bad:
+        # The dsh decoder names the offending field on its error.
+        errors.append(
+            LineError(BODY, number, getattr(bad, "field", "line"), getattr(bad, "reason", str(bad)))
+        )
+        return
+    imported = pending.imported
+    for event in events:
+        if not event.ignorable and not is_known_event_type(event.type) and not imported.unfoldable:
+            imported.unfoldable = f"seq {event.seq}: unknown event type '{event.type}' without ignorable"
+        if event.time is not None and (imported.ended_at is None or event.time > imported.ended_at):
+            imported.ended_at = event.time
+        pending.items.append(event)
+
+
+def _add_request(
+    sessions: dict[str, _PendingSession],
+    current: _PendingSession | None,
+    value: dict[str, Any],
+    number: int,
+    path: str,
+    errors: list[LineError],
+) -> None:
+    session_id = value.get("session")
+    if session_id is None and current is not None:
+        session_id = current.imported.external_id
+    if not isinstance(session_id, str) or not session_id:
+        errors.append(LineError(BODY, number, "session", "a request line needs the id of its session"))
+        return
+    try:
+        exchange = parse_capture_record(value)
+    except BadRecord as bad:
+        errors.append(LineError(BODY, number, bad.field, bad.reason))
+        return
+    if exchange is None:
+        return
+    usage = None
+    if exchange.raw_usage is not None:
+        try:
+            usage = normalize_usage(exchange.usage_shape, exchange.raw_usage)
+        except UsageError as error:
+            errors.append(LineError(BODY, number, f"usage.{error.field}", error.reason))
+    lineage = value.get("lineage", exchange.lineage)
+    if lineage not in LINEAGES:
+        errors.append(
+            LineError(BODY, number, "lineage", f"expected one of {', '.join(LINEAGES)}, got {lineage!r}")
+        )
+        return
+    pending = sessions.get(session_id)
+    if pending is None:
+        capture = ANTHROPIC_FORMAT if exchange.api == "messages" else OPENAI_FORMAT
+        pending = sessions[session_id] = _PendingSession(
+            SessionImport(external_id=session_id, format=capture, path=path, items=iter(()))
+        )
+    imported = pending.imported
+    if exchange.started_at is not None:
+        if imported.started_at is None or exchange.started_at < imported.started_at:
+            imported.started_at = exchange.started_at
+        if imported.ended_at is None or exchange.started_at > imported.ended_at:
+            imported.ended_at = exchange.started_at
+    pending.items.append(
+        RequestRecord(
+            key=exchange.key or _line_key(value),
+            ordinal=len(pending.items),
+            lineage=lineage,
+            provider=exchange.provider,
+            platform=exchange.platform,
+            api=exchange.api,
+            model=exchange.model,
+            started_at=exchange.started_at,
+            first_token_at=exchange.first_token_at,
+            body=exchange.body,
+            usage=usage,
+            status=exchange.status,
+            line=number,
+        )
+    )
+
+
+def _line_key(value: dict[str, Any]) -> str:
+    """A stable key for a call whose response carries no id: the digest of the line's content."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "line-sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]

@@ -1,0 +1,295 @@
+"""What tokens cost: prices by model from the price table, per request, per session and per fleet.
+
+A model's price is the row whose pattern matches its name and is the longest (``claude-opus-4-1``
+beats ``claude-opus-4``). Provider spellings are reduced first: an OpenRouter ``vendor/`` prefix and
+a Bedrock ``<region>.anthropic.`` prefix are dropped, case is ignored.
+
+Wasted writes, per session (an approximation from reported usage alone, DESIGN §7): requests are
+taken in order within each lineage. A request that wrote ``w1h`` 1-hour and ``w5m`` 5-minute tokens
+after reading ``r`` laid the prefix out as ``[r, r + w1h)`` (1 hour) then ``[r + w1h, r + w1h + w5m)``
+(5 minutes), since 1-hour breakpoints must precede 5-minute ones. The next request of the lineage
+reads ``r'``; it covers ``r' - r`` of those written tokens, 1-hour part first, but a part only
+counts as read while its entry lives: the 5-minute part if the next request starts within 5
+minutes, the 1-hour part within an hour (an unknown start time counts as within). Written tokens
+not covered are wasted, and so is every write of a lineage's last request, which nothing reads.
+
+Re-written tokens: a request that reads less than the previous request of its lineage had cached
+(``r_prev + w_prev``) and writes again writes up to that shortfall a second time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from django.db.models import Sum
+
+from dashboard.models import ModelPrice, Request, Session
+
+MILLION = Decimal(1_000_000)
+ZERO = Decimal(0)
+TTL_5M = timedelta(minutes=5)
+TTL_1H = timedelta(hours=1)
+_VENDOR = re.compile(r"^(?:[a-z]{2,4}\.)?anthropic\.")
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per million tokens of each bucket."""
+
+    pattern: str
+    input: Decimal
+    output: Decimal
+    cache_write_5m: Decimal
+    cache_write_1h: Decimal
+    cache_read: Decimal
+
+    @classmethod
+    def of(cls, row: ModelPrice) -> Price:
+        return cls(
+            pattern=row.pattern,
+            input=row.input,
+            output=row.output,
+            cache_write_5m=row.cache_write_5m,
+            cache_write_1h=row.cache_write_1h,
+            cache_read=row.cache_read,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Usage in exclusive buckets; an unreported bucket is 0 here, since it costs nothing."""
+
+    uncached_input: int = 0
+    cache_read: int = 0
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
+    output: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request as the session cost needs it."""
+
+    lineage: str
+    model: str
+    started_at: datetime | None
+    tokens: Tokens
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCost:
+    """A session's cost and the part of it its cache wasted."""
+
+    total: Decimal | None
+    """``None`` when no request of the session has a price."""
+    priced_requests: int
+    unpriced_requests: int
+    unpriced_models: tuple[str, ...]
+    rewritten_tokens: int
+    rewritten_cost: Decimal
+    wasted_write_tokens: int
+    wasted_write_cost: Decimal
+
+
+def normalize_model(model: str) -> str:
+    """A model name as patterns see it: lower case, without a router or Bedrock vendor prefix."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    return _VENDOR.sub("", name)
+
+
+@lru_cache(maxsize=512)
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    body = ".*".join(re.escape(part) for part in pattern.lower().split("*"))
+    # The name must end where the pattern does or go on past a separator: gpt-5 is not gpt-5.4.
+    return re.compile(body + r"(?:$|[^a-z0-9.])")
+
+
+def price_match(*, model: str, prices: Iterable[Price]) -> Price | None:
+    """The price whose pattern matches ``model`` and is longest, or ``None``."""
+    name = normalize_model(model)
+    if not name:
+        return None
+    best: Price | None = None
+    for price in prices:
+        if _pattern_regex(price.pattern).match(name):
+            rank = (len(price.pattern.replace("*", "")), len(price.pattern))
+            if best is None or rank > (len(best.pattern.replace("*", "")), len(best.pattern)):
+                best = price
+    return best
+
+
+def prices_load() -> list[Price]:
+    """Every row of the price table."""
+    return [Price.of(row) for row in ModelPrice.objects.all()]
+
+
+def usage_cost(*, tokens: Tokens, price: Price) -> Decimal:
+    """The exact cost of one usage in USD."""
+    micro = (
+        tokens.uncached_input * price.input
+        + tokens.cache_read * price.cache_read
+        + tokens.cache_write_5m * price.cache_write_5m
+        + tokens.cache_write_1h * price.cache_write_1h
+        + tokens.output * price.output
+    )
+    return micro / MILLION
+
+
+def _unread_writes(call: Call, following: Call | None) -> tuple[int, int]:
+    """The 1-hour and 5-minute written tokens of ``call`` that ``following`` did not read back."""
+    written_1h, written_5m = call.tokens.cache_write_1h, call.tokens.cache_write_5m
+    if following is None:
+        return written_1h, written_5m
+    gap = (
+        following.started_at - call.started_at
+        if following.started_at is not None and call.started_at is not None
+        else None
+    )
+    covered = max(0, following.tokens.cache_read - call.tokens.cache_read)
+    read_1h = min(written_1h, covered) if gap is None or gap <= TTL_1H else 0
+    read_5m = min(written_5m, max(0, covered - written_1h)) if gap is None or gap <= TTL_5M else 0
+    return written_1h - read_1h, written_5m - read_5m
+
+
+def _rewrites(previous: Call | None, call: Call) -> tuple[int, int]:
+    """The 1-hour and 5-minute tokens ``call`` wrote that ``previous`` had already cached."""
+    if previous is None:
+        return 0, 0
+    tokens = previous.tokens
+    shortfall = tokens.cache_read + tokens.cache_write_1h + tokens.cache_write_5m - call.tokens.cache_read
+    if shortfall <= 0:
+        return 0, 0
+    again_1h = min(call.tokens.cache_write_1h, shortfall)
+    again_5m = min(call.tokens.cache_write_5m, shortfall - again_1h)
+    return again_1h, again_5m
+
+
+def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> SessionCost:
+    """The cost, wasted writes and re-writes of a session's calls, given in request order."""
+    total = ZERO
+    priced = 0
+    unpriced: set[str] = set()
+    rewritten_tokens = wasted_tokens = 0
+    rewritten_cost = wasted_cost = ZERO
+    lineages: dict[str, list[Call]] = defaultdict(list)
+    for call in calls:
+        lineages[call.lineage].append(call)
+    for chain in lineages.values():
+        for index, call in enumerate(chain):
+            price = price_match(model=call.model, prices=prices)
+            if price is None:
+                unpriced.add(call.model or "(no model)")
+                continue
+            priced += 1
+            total += usage_cost(tokens=call.tokens, price=price)
+            following = chain[index + 1] if index + 1 < len(chain) else None
+            lost_1h, lost_5m = _unread_writes(call, following)
+            wasted_tokens += lost_1h + lost_5m
+            wasted_cost += (lost_1h * price.cache_write_1h + lost_5m * price.cache_write_5m) / MILLION
+            again_1h, again_5m = _rewrites(chain[index - 1] if index else None, call)
+            rewritten_tokens += again_1h + again_5m
+            rewritten_cost += (again_1h * price.cache_write_1h + again_5m * price.cache_write_5m) / MILLION
+    unpriced_count = len(calls) - priced
+    return SessionCost(
+        total=total if priced else None,
+        priced_requests=priced,
+        unpriced_requests=unpriced_count,
+        unpriced_models=tuple(sorted(unpriced)),
+        rewritten_tokens=rewritten_tokens,
+        rewritten_cost=rewritten_cost,
+        wasted_write_tokens=wasted_tokens,
+        wasted_write_cost=wasted_cost,
+    )
+
+
+def _tokens(row: Request) -> Tokens:
+    return Tokens(
+        uncached_input=row.uncached_input_tokens or 0,
+        cache_read=row.cache_read_tokens or 0,
+        cache_write_5m=row.cache_write_5m_tokens or 0,
+        cache_write_1h=row.cache_write_1h_tokens or 0,
+        output=row.output_tokens or 0,
+    )
+
+
+def session_cost_compute(*, session: Session) -> SessionCost:
+    """The cost figures of one stored session, from its requests in order."""
+    rows = (
+        Request.objects.filter(session=session)
+        .order_by("ordinal", "id")
+        .only(
+            "lineage",
+            "model",
+            "started_at",
+            "uncached_input_tokens",
+            "cache_read_tokens",
+            "cache_write_5m_tokens",
+            "cache_write_1h_tokens",
+            "output_tokens",
+        )
+    )
+    calls = [Call(row.lineage, row.model, row.started_at, _tokens(row)) for row in rows.iterator()]
+    return session_cost_of(calls=calls, prices=prices_load())
+
+
+_BUCKET_SUMS = {
+    "uncached": Sum("uncached_input_tokens"),
+    "read": Sum("cache_read_tokens"),
+    "write_5m": Sum("cache_write_5m_tokens"),
+    "write_1h": Sum("cache_write_1h_tokens"),
+    "output": Sum("output_tokens"),
+}
+
+
+def _grouped_costs(group: str, rows: Iterable[dict[str, Any]], prices: Sequence[Price]) -> dict[int, Decimal]:
+    costs: dict[int, Decimal] = {}
+    for row in rows:
+        price = price_match(model=row["model"], prices=prices)
+        if price is None:
+            continue
+        tokens = Tokens(
+            uncached_input=row["uncached"] or 0,
+            cache_read=row["read"] or 0,
+            cache_write_5m=row["write_5m"] or 0,
+            cache_write_1h=row["write_1h"] or 0,
+            output=row["output"] or 0,
+        )
+        costs[row[group]] = costs.get(row[group], ZERO) + usage_cost(tokens=tokens, price=price)
+    return costs
+
+
+def sessions_cost_map(*, session_ids: Sequence[int]) -> dict[int, Decimal]:
+    """The cost of each listed session that has at least one priced request, in one query."""
+    if not session_ids:
+        return {}
+    rows = (
+        Request.objects.filter(session_id__in=session_ids)
+        .values("session_id", "model")
+        .annotate(**_BUCKET_SUMS)
+        .order_by()
+    )
+    return _grouped_costs("session_id", rows, prices_load())
+
+
+def sources_cost_map() -> dict[int, Decimal]:
+    """The cost of every source's priced requests, by source id."""
+    rows = Request.objects.values("session__source_id", "model").annotate(**_BUCKET_SUMS).order_by()
+    return _grouped_costs("session__source_id", rows, prices_load())
+
+
+def usd(value: Decimal | None) -> str:
+    """A cost for display: whole cents from a dollar up, three significant figures below it."""
+    if value is None:
+        return "—"
+    if value == 0:
+        return "$0"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    return f"${float(value):.3g}" if abs(value) >= Decimal("0.001") else f"${float(value):.2g}"
