@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import uuid
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -20,7 +21,8 @@ class UploadRejected(ValueError):
 
 
 def upload_dir(job: IngestJob) -> Path:
-    return Path(settings.DATA_DIR) / "uploads" / str(job.pk)
+    """A fresh folder for the job's files; the random part keeps a reused job id off old files."""
+    return Path(settings.DATA_DIR) / "uploads" / f"{job.pk}-{uuid.uuid4().hex[:12]}"
 
 
 def upload_create_job(

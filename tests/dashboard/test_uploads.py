@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.models import IngestError, IngestJob, Session
+from tests.dashboard.logs import dsh_lines
+
+pytestmark = pytest.mark.django_db
+
+
+def log_bytes(session_id: str) -> bytes:
+    import json
+
+    return "".join(json.dumps(line) + "\n" for line in dsh_lines(session_id, turns=2)).encode()
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def upload(client: Client, name: str, data: bytes, **fields: str):  # type: ignore[no-untyped-def]
+    payload = {"files": SimpleUploadedFile(name, data), "source": "uploads", **fields}
+    return client.post(reverse("dashboard:ingest"), payload, headers={"HX-Request": "false"})
+
+
+def test_an_operator_uploads_a_log_and_its_session_appears(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(operator_client, "session.jsonl", log_bytes("uploaded"))
+    job = IngestJob.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == job.get_absolute_url()
+    job.refresh_from_db()
+    assert (job.kind, job.status, job.sessions_added) == ("upload", "done", 1)
+    assert Session.objects.get().external_id == "uploaded"
+    page = operator_client.get(job.get_absolute_url())
+    assert b'aria-valuenow="100"' in page.content
+
+
+def test_a_zip_of_a_folder_is_unpacked_and_every_log_ingested(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    archive = zipped({"logs/a/session.jsonl": log_bytes("zip-a"), "logs/b/session.jsonl": log_bytes("zip-b")})
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "logs.zip", archive)
+    assert sorted(Session.objects.values_list("external_id", flat=True)) == ["zip-a", "zip-b"]
+
+
+def test_a_zip_that_climbs_out_of_its_folder_is_refused_and_nothing_is_written(
+    operator_client: Client, settings: object
+) -> None:
+    archive = zipped({"../../escaped.jsonl": log_bytes("evil")})
+    response = upload(operator_client, "evil.zip", archive)
+    assert response.status_code == 400
+    assert "points outside the archive" in response.content.decode()
+    assert not IngestJob.objects.exists()
+    assert not (Path(settings.DATA_DIR) / "escaped.jsonl").exists()  # type: ignore[attr-defined]
+
+
+def test_an_upload_over_the_limit_is_refused_before_it_is_read(
+    operator_client: Client, settings: object
+) -> None:
+    settings.CACHESCOPE_MAX_UPLOAD_BYTES = 100  # type: ignore[attr-defined]
+    response = upload(operator_client, "session.jsonl", log_bytes("big"))
+    assert response.status_code == 400
+    assert "the limit is 100 bytes" in response.content.decode()
+    assert not IngestJob.objects.exists()
+
+
+def test_a_zip_that_expands_past_the_limit_is_refused(operator_client: Client, settings: object) -> None:
+    settings.CACHESCOPE_MAX_UPLOAD_BYTES = 50_000  # type: ignore[attr-defined]
+    archive = zipped({"bomb.jsonl": b"x" * 10_000_000})
+    assert len(archive) < 50_000
+    response = upload(operator_client, "bomb.zip", archive)
+    assert response.status_code == 400
+    assert "expands to 10,000,000 bytes" in response.content.decode()
+
+
+def test_a_viewer_cannot_upload(viewer_client: Client) -> None:
+    response = upload(viewer_client, "session.jsonl", log_bytes("nope"))
+    assert response.status_code == 403
+    assert not IngestJob.objects.exists()
+    assert b"Upload logs" not in viewer_client.get(reverse("dashboard:ingest")).content
+
+
+def test_bad_lines_of_an_upload_are_listed_on_its_job_page(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    lines = log_bytes("partly-bad").split(b"\n")
+    lines[2] = b'{"type": "user/message", "seq": '
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "session.jsonl", b"\n".join(lines))
+    job = IngestJob.objects.get()
+    error = IngestError.objects.get(job=job)
+    assert (error.line, Path(error.path).name) == (3, "session.jsonl")
+    page = operator_client.get(job.get_absolute_url()).content.decode()
+    assert "Errors" in page
+    assert error.reason in page
