@@ -260,7 +260,6 @@ def refold_session(*, run: FoldRun, session_id: int) -> FoldRunResult | None:
 def _compare(old: Track, new: Track, session_id: int) -> _Comparison:
     comparison = _Comparison()
     for event, (old_step, new_step) in fold_tracks([old, new], session_records(session_id=session_id)):
-        comparison.events += 1
         if comparison.divergent_seq is not None or old_step is None or new_step is None:
             continue
         if old_step.view != new_step.view:
@@ -268,6 +267,8 @@ def _compare(old: Track, new: Track, session_id: int) -> _Comparison:
             comparison.divergent_type = event.type
             comparison.from_view = old.projection.view_json(old_step.view)
             comparison.to_view = new.projection.view_json(new_step.view)
+    # Events folded: under either version, up to where it stopped.
+    comparison.events = max(old.folded, new.folded)
     return comparison
 
 
