@@ -26,16 +26,10 @@ dashboard_patterns = [
     path("manage/prices/", admin_pages.price_list, name="prices"),
     path("manage/prices/<int:price_id>/", admin_pages.price_edit, name="price_edit"),
     path("manage/prices/<int:price_id>/delete/", admin_pages.price_delete, name="price_delete"),
-    path("manage/tokens/", admin_pages.token_list, name="tokens"),
-    path("manage/tokens/<int:token_id>/revoke/", admin_pages.token_revoke_view, name="token_revoke"),
-    path("manage/prices/", admin_pages.price_list, name="prices"),
-    path("manage/prices/<int:price_id>/", admin_pages.price_edit, name="price_edit"),
-    path("manage/prices/<int:price_id>/delete/", admin_pages.price_delete, name="price_delete"),
 ]
 
 urlpatterns = [
     path("", include((dashboard_patterns, "dashboard"))),
-    path("api/v1/ingest", api.ingest, name="api_ingest"),
     path("api/v1/ingest", api.ingest, name="api_ingest"),
     path("accounts/login/", auth.RateLimitedLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -11,7 +11,6 @@ from django_htmx.middleware import HtmxDetails
 
 from dashboard.models import Event, Request, Session, Source
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
-from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 
 SESSION_SORTS = {
     "activity": "last_activity",
@@ -91,7 +90,6 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "children": session.children.select_related("source").order_by("started_at", "id"),
         "requests": session.requests.order_by("ordinal"),
         "warnings": session.warnings.select_related("request")[:50],
-        "cost": session_cost_compute(session=session),
         "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),
     }
