@@ -7,7 +7,6 @@ from django.views.decorators.http import require_GET
 
 from dashboard.models import IngestJob, Session, Source, Warning
 from dashboard.services.costs import sources_cost_map, usd
-from dashboard.services.costs import sources_cost_map, usd
 
 
 @require_GET
@@ -30,11 +29,6 @@ def overview(request: HttpRequest) -> HttpResponse:
         uncached_total=Sum("sessions__uncached_input_tokens"),
         write_total=Sum("sessions__cache_write_tokens"),
     ).order_by("name")
-    costs = sources_cost_map()
-    totals["cost"] = usd(sum(costs.values())) if costs else usd(None)
-    sources = list(sources)
-    for source in sources:
-        source.cost_display = usd(costs.get(source.pk))
     costs = sources_cost_map()
     totals["cost"] = usd(sum(costs.values())) if costs else usd(None)
     for source in sources:  # fills the queryset's cache, which the page then iterates
