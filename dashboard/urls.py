@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+import dashboard.views.analysis as analysis_views
 from dashboard import api
 from dashboard.views import admin_pages, auth, ingest, overview, projections, requests, sessions, warnings
 
@@ -14,6 +15,7 @@ dashboard_patterns = [
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session"),
     path("sessions/<int:session_id>/events/", sessions.session_events_hx, name="session_events"),
+    path("sessions/<int:session_id>/analyse/", analysis_views.session_analyse, name="session_analyse"),
     path("requests/", requests.request_list, name="requests"),
     path("requests/<int:request_id>/", requests.request_detail, name="request"),
     path("warnings/", warnings.warning_list, name="warnings"),

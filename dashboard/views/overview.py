@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard.models import IngestJob, Session, Source, Warning
 from dashboard.services.costs import sources_cost_map, usd
+from dashboard.views.analysis import fleet_cache_context
 
 
 @require_GET
@@ -39,5 +40,6 @@ def overview(request: HttpRequest) -> HttpResponse:
         "recent_sessions": Session.objects.select_related("source")[:8],
         "recent_warnings": Warning.objects.select_related("session")[:5],
         "recent_jobs": IngestJob.objects.all()[:5],
+        **fleet_cache_context(),
     }
     return render(request, "dashboard/overview.html", context)

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Block, Request
+from dashboard.views.analysis import request_analysis_context
 from dashboard.views.sessions import _is_htmx
 
 REQUESTS_PER_PAGE = 100
@@ -46,5 +47,6 @@ def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
         "units": units,
         "previous": siblings.filter(ordinal__lt=call.ordinal).order_by("-ordinal").first(),
         "next": siblings.filter(ordinal__gt=call.ordinal).order_by("ordinal").first(),
+        **request_analysis_context(call),
     }
     return render(request, "dashboard/request_detail.html", context)

@@ -10,6 +10,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
 from dashboard.models import Event, Request, Session, Source
+from dashboard.views.analysis import session_analysis_context
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 
 SESSION_SORTS = {
@@ -92,6 +93,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "warnings": session.warnings.select_related("request")[:50],
         "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),
+        **session_analysis_context(session),
     }
     return render(request, "dashboard/session_detail.html", context)
 

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.models import Warning
+from dashboard.models import Session, Source, Warning
 from dashboard.views.sessions import _is_htmx
 
 
@@ -17,7 +17,28 @@ def warning_list(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "")
     if kind:
         warnings = warnings.filter(kind=kind)
+    source = request.GET.get("source", "")
+    if source:
+        warnings = warnings.filter(session__source__name=source)
+    session = _session_filter(request.GET.get("session", ""))
+    if session is not None:
+        warnings = warnings.filter(session=session)
+    warnings = warnings.order_by("-last_seen", "-id")
     page = Paginator(warnings, 100).get_page(request.GET.get("page"))
-    context = {"page": page, "kind": kind, "kinds": Warning.Kind.choices}
+    context = {
+        "page": page,
+        "kind": kind,
+        "kinds": Warning.Kind.choices,
+        "source": source,
+        "sources": Source.objects.order_by("name").values_list("name", flat=True),
+        "session_filter": session,
+    }
     template = "dashboard/warning_list.html" + ("#warning-table" if _is_htmx(request) else "")
     return render(request, template, context)
+
+
+def _session_filter(value: str) -> Session | None:
+    """The session named by the ``session`` parameter (its id); ``None`` when absent or unknown."""
+    if not value.isdigit():
+        return None
+    return Session.objects.filter(pk=int(value)).first()

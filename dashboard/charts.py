@@ -1,0 +1,178 @@
+"""Plotly figure dicts for the pages; the only module that knows about plotly's figure format.
+
+Figures are built as plain JSON-ready dicts, passed to the page with ``json_script`` and drawn by a
+small script in ``static/js/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+Figure = dict[str, Any]
+
+READ_COLOUR = "#2f8f5b"
+WRITE_COLOUR = "#d08a1e"
+UNCACHED_COLOUR = "#c2413b"
+PREDICTED_COLOUR = "#17212e"
+TIER_COLOURS = {"tools": "#6b4fa1", "system": "#2456a6", "messages": "#2f8f5b"}
+NOT_SHARED_COLOUR = "#c2413b"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBar:
+    """One request of a session as the requests chart shows it."""
+
+    ordinal: int
+    url: str
+    read: int | None
+    write: int | None
+    uncached: int | None
+    predicted_read: int | None
+    material: bool
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class CacheabilityBar:
+    """Tokens of one request shared with the previous request of its lineage, per tier, and the rest."""
+
+    ordinal: int
+    url: str
+    shared: dict[str, int]
+    rest: int
+
+
+def _layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "barmode": "stack",
+        "hovermode": "x unified",
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+        "legend": {"orientation": "h", "y": -0.18},
+        "xaxis": {"title": {"text": x}},
+        "yaxis": {"title": {"text": y}},
+        "height": 360,
+    }
+
+
+def session_requests_chart(bars: Sequence[RequestBar]) -> Figure:
+    """Per request: reported cache read, write and uncached input stacked; predicted read as a line.
+
+    Material misses are marked above their bar. Every point carries its request's URL as
+    ``customdata`` so a click opens the request.
+    """
+    x = [bar.ordinal for bar in bars]
+    urls = [bar.url for bar in bars]
+
+    def stack(name: str, values: list[int | None], colour: str) -> dict[str, Any]:
+        return {
+            "type": "bar",
+            "name": name,
+            "x": x,
+            "y": values,
+            "customdata": urls,
+            "marker": {"color": colour},
+            "hovertemplate": "%{y:,} tokens<extra>" + name + "</extra>",
+        }
+
+    traces: list[dict[str, Any]] = [
+        stack("cache read", [bar.read for bar in bars], READ_COLOUR),
+        stack("cache write", [bar.write for bar in bars], WRITE_COLOUR),
+        stack("uncached input", [bar.uncached for bar in bars], UNCACHED_COLOUR),
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "predicted read",
+            "x": x,
+            "y": [bar.predicted_read for bar in bars],
+            "customdata": urls,
+            "line": {"color": PREDICTED_COLOUR, "width": 1.5, "dash": "dot"},
+            "marker": {"size": 4},
+            "connectgaps": False,
+            "hovertemplate": "%{y:,} tokens<extra>predicted read</extra>",
+        },
+    ]
+    misses = [bar for bar in bars if bar.material]
+    if misses:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "material miss",
+                "x": [bar.ordinal for bar in misses],
+                "y": [sum(v or 0 for v in (bar.read, bar.write, bar.uncached)) for bar in misses],
+                "customdata": [bar.url for bar in misses],
+                "text": [bar.label or "miss" for bar in misses],
+                "marker": {"symbol": "triangle-down", "size": 11, "color": UNCACHED_COLOUR},
+                "hovertemplate": "%{text}<extra>material miss</extra>",
+            }
+        )
+    return {"data": traces, "layout": _layout("Prompt tokens per request", y="tokens")}
+
+
+def session_cacheability_chart(bars: Sequence[CacheabilityBar]) -> Figure:
+    """Per request: the prefix shared with the previous request by tier, and the tokens not shared.
+
+    A stable system prompt and tool list show as a tall shared base; a per-turn change in the
+    system prompt shows as a red bar that covers the whole history.
+    """
+    x = [bar.ordinal for bar in bars]
+    urls = [bar.url for bar in bars]
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "bar",
+            "name": f"{tier} shared",
+            "x": x,
+            "y": [bar.shared.get(tier, 0) for bar in bars],
+            "customdata": urls,
+            "marker": {"color": colour},
+            "hovertemplate": "%{y:,} tokens<extra>" + tier + " shared</extra>",
+        }
+        for tier, colour in TIER_COLOURS.items()
+    ]
+    traces.append(
+        {
+            "type": "bar",
+            "name": "not shared",
+            "x": x,
+            "y": [bar.rest for bar in bars],
+            "customdata": urls,
+            "marker": {"color": NOT_SHARED_COLOUR},
+            "hovertemplate": "%{y:,} tokens<extra>not shared</extra>",
+        }
+    )
+    return {"data": traces, "layout": _layout("Cacheable prefix per request", y="tokens")}
+
+
+def fleet_hit_rate_chart(days: Sequence[tuple[date, float | None, int]]) -> Figure:
+    """Fleet cache hit rate per day (``(day, hit rate, prompt tokens)``), as a line over the days."""
+    layout = _layout("Cache hit rate per day", y="hit rate", x="day")
+    layout["yaxis"] = {"title": {"text": "hit rate"}, "tickformat": ".0%", "range": [0, 1]}
+    layout["hovermode"] = "closest"
+    return {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "hit rate",
+                "x": [day.isoformat() for day, _, _ in days],
+                "y": [rate for _, rate, _ in days],
+                "text": [f"{tokens:,} prompt tokens" for _, _, tokens in days],
+                "line": {"color": READ_COLOUR},
+                "hovertemplate": "%{y:.1%} · %{text}<extra></extra>",
+            }
+        ],
+        "layout": layout,
+    }
+
+
+# --- context breakdown over a session ----------------------------------------------------------------
+
+SYSTEM_COLOUR = "#2456a6"
+MESSAGES_COLOUR = "#2f8f5b"
+PRESSURE_COLOUR = "#c2413b"
+WINDOW_COLOUR = "#17212e"
+MARKER_SYMBOLS = {"compaction": "triangle-down", "prune": "x"}
