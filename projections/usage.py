@@ -22,8 +22,13 @@ class UsageError(ValueError):
         super().__init__(f"{field}: {reason}")
 
 
+MAX_TOKEN_COUNT = 10**9
+"""No provider call reports a billion tokens; a larger count is a corrupt log, refused before it can
+overflow a database column or swamp every total it joins."""
+
+
 def _count(raw: Mapping[str, JSON], key: str, prefix: str = "") -> int | None:
-    """The non-negative integer at ``key``, ``None`` when absent or null."""
+    """The non-negative integer at ``key`` (at most :data:`MAX_TOKEN_COUNT`), ``None`` when absent or null."""
     value = raw.get(key)
     name = prefix + key
     if value is None:
@@ -32,6 +37,8 @@ def _count(raw: Mapping[str, JSON], key: str, prefix: str = "") -> int | None:
         raise UsageError(name, f"expected a non-negative integer, got {value!r}")
     if value < 0:
         raise UsageError(name, f"expected a non-negative integer, got {value}")
+    if value > MAX_TOKEN_COUNT:
+        raise UsageError(name, f"an absurd count {value} (more than {MAX_TOKEN_COUNT:,} tokens in one call)")
     return int(value)
 
 

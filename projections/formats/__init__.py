@@ -80,11 +80,11 @@ def detect_format(path: Path) -> str:
             return "dsh"
         with LogLines(path) as log:
             for line in log.json_lines():
-                if line.error is not None:
+                if line.value is None:
+                    assert line.error is not None
                     raise FormatError(
                         name, line.number, "format", f"not a JSON-lines log: {line.error.reason}"
                     )
-                assert line.value is not None
                 found = classify_record(line.value, path.name)
                 if found is not None:
                     return found

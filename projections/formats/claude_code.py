@@ -20,6 +20,7 @@ from pathlib import Path
 
 from projections.formats.anthropic_blocks import to_dsh_blocks
 from projections.formats.lines import LogLines
+from projections.formats.storable import TooDeep, decode_storable
 from projections.formats.times import parse_time
 from projections.records import (
     JSON,
@@ -117,7 +118,7 @@ def _items(path: Path, session: SessionImport, lineage: Lineage, keep: _Keep) ->
         for line in log.json_lines():
             if line.error is not None:
                 yield line.error
-            elif line.value is not None and keep(line.value):
+            if line.value is not None and keep(line.value):
                 yield from transcript.feed(line.value, line.number)
         session.crash_tail = log.crash_tail
     yield from transcript.finish()
@@ -145,8 +146,8 @@ def _sidechain_places(path: Path) -> dict[str, list[tuple[int, int]]]:
 def _decode(chunks: list[bytes]) -> Iterator[dict[str, JSON]]:
     for chunk in chunks:
         try:
-            value = json.loads(chunk)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            value = decode_storable(chunk).value
+        except (UnicodeDecodeError, json.JSONDecodeError, TooDeep):
             continue
         if isinstance(value, dict):
             yield value
@@ -165,6 +166,11 @@ def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]])
                 session.started_at = _time_or_none(value.get("timestamp"))
             yield from transcript.feed(value, number)
     yield from transcript.finish()
+
+
+def _prompt(usage: Usage) -> tuple[int | None, int | None, int | None]:
+    """The prompt buckets of a usage, which every line of one call reports alike."""
+    return (usage.uncached_input, usage.cache_read, usage.cache_write)
 
 
 def _time_or_none(value: JSON) -> datetime | None:
@@ -210,7 +216,8 @@ class _Transcript:
         self.tool_names: dict[str, str] = {}
         self.pending: _Call | None = None
         self.held: list[tuple[dict[str, JSON], int]] = []
-        self.done_keys: set[tuple[str, str]] = set()
+        self.done_keys: dict[tuple[str, str], Usage | None] = {}
+        """Calls already emitted, with the usage they were counted with."""
         self.compaction: _Compaction | None = None
         self.model = ""
 
@@ -290,7 +297,19 @@ class _Transcript:
                 yield LineError(self.path, number, f"message.usage.{error.field}", error.reason)
         if self.pending is None or self.pending.key != key:
             if key in self.done_keys:
-                return  # a straggler of a call already emitted: its tokens are counted once
+                # A straggler of a call already emitted: its tokens are counted once. A straggler
+                # whose prompt usage disagrees is a second call under the same ids, which is an error.
+                counted = self.done_keys[key]
+                if usage is not None and counted is not None and _prompt(usage) != _prompt(counted):
+                    yield LineError(
+                        self.path,
+                        number,
+                        "message.usage",
+                        f"call message.id {message_id!r} requestId {request_id!r} was already counted "
+                        f"with prompt usage {_prompt(counted)} (input, cache read, cache write); this "
+                        f"line reports {_prompt(usage)} and is not counted",
+                    )
+                return
             yield from self._flush()
             self.pending = _Call(
                 key=key,
@@ -314,7 +333,7 @@ class _Transcript:
         if call is None:
             return
         self.pending = None
-        self.done_keys.add(call.key)
+        self.done_keys[call.key] = call.usage
         self.step += 1
         self.model = call.model or self.model
         for block in call.blocks:

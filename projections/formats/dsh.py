@@ -142,9 +142,9 @@ def read_header(path: Path) -> DshHeader:
     """Read and validate the header of a dsh log (its first non-empty line)."""
     with LogLines(path) as log:
         for line in log.json_lines():
-            if line.error is not None:
+            if line.value is None:
+                assert line.error is not None
                 raise FormatError(str(path), line.number, "header", f"unreadable header: {line.error.reason}")
-            assert line.value is not None
             return parse_header(line.value, str(path), line.number)
     raise FormatError(str(path), None, "header", "missing header: the log is empty")
 
@@ -188,10 +188,10 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
         next(lines, None)  # the header, validated by read_header
         for line in lines:
             if line.error is not None:
-                lost_lines = True
                 yield line.error
+            if line.value is None:
+                lost_lines = True
                 continue
-            assert line.value is not None
             try:
                 events = decode_record(line.value, line.number)
             except _BadField as bad:

@@ -150,11 +150,10 @@ def _items(
     seq = 0
     with LogLines(path) as log:
         for line in log.json_lines():
-            if line.error is not None:
-                if report_errors:
-                    yield line.error
+            if line.error is not None and report_errors:
+                yield line.error
+            if line.value is None:
                 continue
-            assert line.value is not None
             if not keep(line.value):
                 continue
             try:

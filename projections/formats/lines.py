@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
+from projections.formats.storable import TooDeep, decode_storable
 from projections.formats.zstd_frames import ZstdCorruption, ZstdFramesStream, is_zstd_file
 from projections.records import JSON, LineError
 
@@ -39,7 +40,11 @@ class RawLine:
 
 @dataclass(frozen=True, slots=True)
 class JsonLine:
-    """One decoded JSON object of a log, or the error that replaced it."""
+    """One decoded JSON object of a log, or the error that replaced it.
+
+    A line with both ``value`` and ``error`` was repaired to be storable (see
+    :mod:`projections.formats.storable`): it is kept, and the error is reported beside it.
+    """
 
     number: int
     offset: int
@@ -156,21 +161,29 @@ class LogLines:
             if not line.data.strip():
                 continue
             try:
-                value = json.loads(line.data)
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                decoded = decode_storable(line.data)
+            except (UnicodeDecodeError, json.JSONDecodeError, TooDeep) as error:
                 if not line.terminated:
                     # An unterminated last line that does not parse is a write cut short by a crash.
                     self.crash_tail = f"line {line.number}: incomplete last line ({len(line.data)} bytes)"
                     return
                 yield JsonLine(
-                    line.number, line.offset, None, LineError(path, line.number, "json", str(error))
+                    line.number, line.offset, None, LineError(path, line.number, "json", _reason(error))
                 )
                 continue
+            value = decoded.value
             if not isinstance(value, dict):
                 reason = f"expected a JSON object, got {type(value).__name__}"
                 yield JsonLine(line.number, line.offset, None, LineError(path, line.number, "json", reason))
                 continue
-            yield JsonLine(line.number, line.offset, value)
+            note = LineError(path, line.number, "json", decoded.repaired) if decoded.repaired else None
+            yield JsonLine(line.number, line.offset, value, note)
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return f"invalid UTF-8 at byte {error.start} of the line ({error.reason})"
+    return str(error)
 
 
 def first_json_objects(path: Path, *, max_lines: int = 1) -> list[dict[str, JSON]]:

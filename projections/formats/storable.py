@@ -1,0 +1,108 @@
+"""Decoded JSON made safe to store and to render: bounded nesting, text every database accepts.
+
+JSON can carry what no text column holds: a lone UTF-16 surrogate (``"\\ud800"``) cannot be encoded
+as UTF-8, and PostgreSQL refuses ``U+0000`` in text and jsonb. Both are replaced by U+FFFD, which
+keeps every string's length in UTF-16 units (so heuristic prices do not move) and the line is kept
+with a note. Nesting is bounded well below Python's recursion limit, so nothing downstream (the
+database adapter, the engine, a page) can fail on a value that was accepted here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from projections.records import JSON
+
+MAX_JSON_DEPTH = 100
+"""The deepest nesting of arrays and objects accepted in one line; real logs stay under 30."""
+REPLACEMENT = "\ufffd"
+
+_SURROGATE_LOW = 0xD800
+_SURROGATE_HIGH = 0xDFFF
+# Bytes that may decode to a character no database stores: a \u escape of NUL or of a surrogate.
+_SUSPECT_ESCAPES = (b"\\u0000", b"\\ud", b"\\uD")
+
+
+class TooDeep(ValueError):
+    """A value nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded JSON value and, when characters had to be replaced, a sentence saying which."""
+
+    value: JSON
+    repaired: str = ""
+
+
+def _unstorable(text: str) -> bool:
+    return "\x00" in text or any(_SURROGATE_LOW <= ord(c) <= _SURROGATE_HIGH for c in text)
+
+
+def _clean(text: str, counts: dict[str, int]) -> str:
+    out = []
+    for char in text:
+        code = ord(char)
+        if code == 0:
+            counts["U+0000"] = counts.get("U+0000", 0) + 1
+            out.append(REPLACEMENT)
+        elif _SURROGATE_LOW <= code <= _SURROGATE_HIGH:
+            counts["lone surrogate"] = counts.get("lone surrogate", 0) + 1
+            out.append(REPLACEMENT)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _walk(value: JSON, *, repair: bool, counts: dict[str, int]) -> JSON:
+    """Check depth iteratively (no recursion: the value may be hostile) and repair strings in place."""
+    stack: list[tuple[JSON, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise TooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(node, dict):
+            for key in list(node):
+                child = node[key]
+                if repair and isinstance(child, str) and _unstorable(child):
+                    node[key] = child = _clean(child, counts)
+                if repair and _unstorable(key):
+                    node[_clean(key, counts)] = node.pop(key)
+                if isinstance(child, dict | list):
+                    stack.append((child, depth + 1))
+        elif isinstance(node, list):
+            for index, child in enumerate(node):
+                if repair and isinstance(child, str) and _unstorable(child):
+                    node[index] = child = _clean(child, counts)
+                if isinstance(child, dict | list):
+                    stack.append((child, depth + 1))
+    if repair and isinstance(value, str) and _unstorable(value):
+        return _clean(value, counts)
+    return value
+
+
+def decode_storable(data: bytes | str) -> Decoded:
+    """Decode one JSON text into a value every store accepts.
+
+    Raises :class:`UnicodeDecodeError` or :class:`json.JSONDecodeError` for text that is not JSON,
+    and :class:`TooDeep` for one nested past :data:`MAX_JSON_DEPTH`. The checks cost a walk of the
+    value only when a cheap scan of the bytes says they could apply.
+    """
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise TooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    repair = any(escape in raw for escape in _SUSPECT_ESCAPES) or (
+        isinstance(data, str) and _unstorable(data)
+    )
+    deep = raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH
+    if not repair and not deep:
+        return Decoded(value)
+    counts: dict[str, int] = {}
+    value = _walk(value, repair=repair, counts=counts)
+    if not counts:
+        return Decoded(value)
+    found = ", ".join(f"{count} {what}" for what, count in sorted(counts.items()))
+    return Decoded(value, f"replaced {found} by U+FFFD, which no database text can hold; the line is kept")
