@@ -21,5 +21,6 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () { draw(document); });
-  document.body.addEventListener("htmx:afterSettle", function (event) { draw(event.target); });
+  // An outerHTML swap settles on a node that may have left the page, so look at the whole document.
+  document.body.addEventListener("htmx:afterSettle", function () { draw(document); });
 }());

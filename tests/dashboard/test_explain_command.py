@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.dashboard.logs import write_jsonl
+from tests.dashboard.test_analysis import conversation
+
+FIGURES = {"credited", "wire_allows", "reported_read", "reported_write", "predicted_read", "predicted_write"}
+
+
+def explain(*args: str) -> str:
+    out = StringIO()
+    call_command("explain", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def explain_json(path: Path, *args: str) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = json.loads(explain(str(path), "--json", *args))
+    return result
+
+
+def test_explain_prints_one_object_per_request_in_order(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", conversation())
+    rows = explain_json(path)
+
+    assert [row["ordinal"] for row in rows] == [0, 1, 2]
+    for row in rows:
+        assert set(row) == {"ordinal", "lineage", "model", "markers", "first_change", "figures", "label"}
+        assert set(row["figures"]) == FIGURES
+    assert rows[0]["first_change"] is None
+    assert rows[0]["figures"]["wire_allows"] is None  # nothing before it: unknown, not 0
+    assert rows[1]["markers"] == [
+        {"ordinal": 0, "position": 1, "tier": "system", "prefix_tokens": 1689, "status": "kept"},
+        {"ordinal": 1, "position": 2, "tier": "messages", "prefix_tokens": 1700, "status": "kept"},
+    ]
+    assert rows[1]["figures"]["predicted_read"] == rows[1]["figures"]["reported_read"] == 1700
+    assert rows[2]["first_change"] == {"position": 2, "tier": "messages", "cause": "edited"}
+    assert rows[2]["label"] == "prefix-changed@messages:2"
+
+
+def test_explain_prints_a_table_without_json(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", conversation())
+    table = explain(str(path))
+    assert "session capture" in table
+    assert "first change at messages:2 (edited)" in table
+    assert "marker 1 at 4 (messages, 1730 tokens): broken" in table
+
+
+def test_explain_refuses_a_file_it_cannot_read(tmp_path: Path) -> None:
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"hello": "world"}\n')
+    with pytest.raises(CommandError, match=r"notes\.jsonl: format: unknown log format"):
+        explain(str(path))
+
+
+@pytest.mark.shared_data
+def test_explain_on_the_claude_trace_sample_predicts_every_read(shared_data: Path) -> None:
+    rows = explain_json(shared_data / "claude-trace" / "log-sample.jsonl")
+
+    haiku = [row for row in rows if "haiku" in row["model"]]
+    sonnet = [row for row in rows if "sonnet" in row["model"]]
+    assert haiku
+    assert sonnet
+    for row in haiku:
+        assert row["label"] in ("below-minimum", "no-breakpoint")
+        assert (row["figures"]["predicted_read"], row["figures"]["predicted_write"]) == (0, 0)
+    for row in sonnet:
+        figures = row["figures"]
+        assert figures["predicted_read"] == figures["reported_read"]
+        assert figures["predicted_write"] == figures["reported_write"]
+        assert row["label"] is None

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from dashboard.models import Request
+from dashboard.services.analysis import session_analyse
+from dashboard.views.analysis import CONTEXT_CHARS, display_text
+from tests.dashboard.test_analysis import START, body, capture, conversation, ingest_captures, text
+
+
+def analysed(tmp_path: Path, records: list[dict[str, object]] | None = None) -> Request:
+    session = ingest_captures(tmp_path, records or conversation())
+    session_analyse(session_id=session.pk)
+    return Request.objects.get(session=session, key="msg_3")
+
+
+@pytest.mark.django_db
+def test_the_request_page_highlights_the_change_and_escapes_the_content(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    call = analysed(tmp_path)
+    page = viewer_client.get(call.get_absolute_url()).content.decode()
+
+    assert 'Please read <mark class="change">&lt;script&gt;alert(1)&lt;/script&gt; </mark>main.py' in page
+    assert 'Please read <mark class="change"></mark>main.py' in page  # the previous unit: nothing there
+    assert "<script>alert(1)</script>" not in page
+    assert "edited" in page
+    assert "A message already sent was edited in place" in page
+    assert "Request as sent" in page
+
+
+@pytest.mark.django_db
+def test_the_request_page_shows_the_figures_side_by_side_and_the_marker_table(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    call = analysed(tmp_path)
+    response = viewer_client.get(call.get_absolute_url())
+    figures = response.context["figures"]
+
+    assert figures["reported_read"] == 1600
+    assert figures["wire_allows"] == response.context["analysis"].wire_allows
+    page = response.content.decode()
+    for heading in ("Credited", "Wire allows", "Reported read", "Predicted read", "Predicted write"):
+        assert heading in page
+    assert "<code>system:0</code>" in page
+    assert "the prefix changed before it, first at messages:#0.0" in page
+    assert response.context["previous_request"].key == "msg_2"
+
+
+@pytest.mark.django_db
+def test_long_units_fold_around_the_change(tmp_path: Path, viewer_client: Client) -> None:
+    before, after = "a" * 2000, "z" * 2000
+
+    def turn(middle: str, key: str, seconds: int) -> dict[str, object]:
+        request = body([{"role": "user", "content": [text(before + middle + after, marked=True)]}])
+        return capture(request, key=key, at=START + timedelta(seconds=seconds), read=0, write=3000)
+
+    records = [turn("OLD", "msg_1", 0), turn("NEW", "msg_3", 5)]
+    call = analysed(tmp_path, records)
+    sides = viewer_client.get(call.get_absolute_url()).context["change_sides"]
+
+    old, new = (str(side.html) for side in sides)
+    assert '<mark class="change">NEW</mark>' in new
+    assert '<mark class="change">OLD</mark>' in old
+    assert new.startswith(f"… ({2000 - CONTEXT_CHARS:,} characters) …" + "a" * CONTEXT_CHARS)
+    assert new.endswith("z" * CONTEXT_CHARS + f"… ({2000 - CONTEXT_CHARS:,} characters) …")
+
+
+def test_images_show_as_size_placeholders() -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 4000}}
+    assert display_text(image) == "[image/png: 3,000 bytes]"
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [{"type": "text", "text": "shot:"}, image],
+    }
+    assert display_text(result) == "shot:\n[image/png: 3,000 bytes]"
+
+
+@pytest.mark.django_db
+def test_a_request_not_analysed_yet_says_so(tmp_path: Path, viewer_client: Client) -> None:
+    session = ingest_captures(tmp_path, conversation()[:1])
+    call = Request.objects.get(session=session)
+    page = viewer_client.get(call.get_absolute_url()).content.decode()
+    assert "This request has not been analysed yet." in page
+
+
+@pytest.mark.django_db
+def test_a_first_request_has_nothing_to_compare_with(tmp_path: Path, viewer_client: Client) -> None:
+    session = ingest_captures(tmp_path, conversation())
+    session_analyse(session_id=session.pk)
+    call = Request.objects.get(session=session, key="msg_1")
+    page = viewer_client.get(call.get_absolute_url()).content.decode()
+    assert "The first request of its lineage: nothing to compare with." in page
