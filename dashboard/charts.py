@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
-from typing import Any
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dashboard.services.folds import BreakdownPoint, BreakdownSeries, ReplacementMarker
 
 Figure = dict[str, Any]
 
@@ -176,3 +179,121 @@ MESSAGES_COLOUR = "#2f8f5b"
 PRESSURE_COLOUR = "#c2413b"
 WINDOW_COLOUR = "#17212e"
 MARKER_SYMBOLS = {"compaction": "triangle-down", "prune": "x"}
+
+
+def session_breakdown_chart(series: BreakdownSeries) -> Figure:
+    """System prompt and messages stacked over the session, the provider's pressure and the context
+    window as lines, and a marker at every compaction and prune.
+
+    The x axis starts as event seq; a menu switches every trace to event time. Points are steps
+    (``hv``): a figure holds until the next point, because only changes are kept.
+    """
+    points = series.points
+    seqs = [point.seq for point in points]
+    times = [_iso(point.time) for point in points]
+
+    def line(name: str, values: list[int | None], colour: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            "x": seqs,
+            "y": values,
+            "line": {"color": colour, "shape": "hv", **extra.pop("line", {})},
+            "hovertemplate": "%{y:,} tokens<extra>" + name + "</extra>",
+            **extra,
+        }
+
+    traces: list[dict[str, Any]] = [
+        line("system", [p.system for p in points], SYSTEM_COLOUR, stackgroup="breakdown"),
+        line("messages", [p.messages for p in points], MESSAGES_COLOUR, stackgroup="breakdown"),
+        line("provider-reported", [p.pressure for p in points], PRESSURE_COLOUR, line={"dash": "dash"}),
+        line("context window", [p.window for p in points], WINDOW_COLOUR, line={"dash": "dot"}),
+    ]
+    x_by_time = [times, times, times, times]
+    markers = series.markers
+    if markers:
+        heights = _heights_at([m.seq for m in markers], points)
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "compactions and prunes",
+                "x": [m.seq for m in markers],
+                "y": heights,
+                "text": [_marker_text(m) for m in markers],
+                "marker": {
+                    "symbol": [MARKER_SYMBOLS.get(m.kind, "circle") for m in markers],
+                    "size": 11,
+                    "color": WINDOW_COLOUR,
+                },
+                "hovertemplate": "%{text}<extra></extra>",
+            }
+        )
+        x_by_time.append([_iso(m.time) for m in markers])
+    x_by_seq = [trace["x"] for trace in traces]
+    layout = _layout("Context breakdown", y="tokens", x="event seq")
+    layout.pop("barmode")
+    layout["hovermode"] = "closest"
+    layout["updatemenus"] = [
+        {
+            "type": "buttons",
+            "direction": "right",
+            "x": 1,
+            "xanchor": "right",
+            "y": 1.15,
+            "buttons": [
+                {
+                    "label": "by event",
+                    "method": "update",
+                    "args": [{"x": x_by_seq}, {"xaxis.title.text": "event seq", "xaxis.type": "linear"}],
+                },
+                {
+                    "label": "by time",
+                    "method": "update",
+                    "args": [{"x": x_by_time}, {"xaxis.title.text": "time", "xaxis.type": "date"}],
+                },
+            ],
+        }
+    ]
+    return {"data": traces, "layout": layout}
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _heights_at(seqs: list[int], points: Sequence[BreakdownPoint]) -> list[int]:
+    """The stacked total in force at each seq (the last point at or before it)."""
+    heights = []
+    index = 0
+    total = 0
+    for seq in seqs:
+        while index < len(points) and points[index].seq <= seq:
+            total = points[index].system + points[index].messages
+            index += 1
+        heights.append(total)
+    return heights
+
+
+def _marker_text(marker: ReplacementMarker) -> str:
+    lines = [f"{marker.kind} at seq {marker.seq}"]
+    if marker.shadowed_start is not None:
+        lines.append(f"shadowed range {marker.shadowed_start}..{marker.shadowed_end}")
+    if marker.shadowed_tokens is not None:
+        lines.append(f"shadowed tokens {marker.shadowed_tokens:,}")
+    usage = marker.usage
+    if isinstance(usage, dict):
+        parts = [
+            f"{label} {usage[name]:,}"
+            for name, label in (
+                ("inputTokens", "input"),
+                ("cacheReadTokens", "read"),
+                ("cacheWriteTokens", "write"),
+                ("outputTokens", "output"),
+            )
+            if isinstance(usage.get(name), int)
+        ]
+        if parts:
+            lines.append("summarizer " + ", ".join(parts))
+    return "<br>".join(lines)

@@ -21,6 +21,11 @@ dashboard_patterns = [
     path("warnings/", warnings.warning_list, name="warnings"),
     path("projections/", projections.projection_list, name="projections"),
     path("projections/runs/<int:run_id>/", projections.fold_run, name="fold_run"),
+    path(
+        "projections/runs/<int:run_id>/progress/",
+        projections.fold_run_progress_hx,
+        name="fold_run_progress",
+    ),
     path("ingest/", ingest.ingest_page, name="ingest"),
     path("ingest/<int:job_id>/", ingest.ingest_job, name="ingest_job"),
     path("manage/tokens/", admin_pages.token_list, name="tokens"),

@@ -1,18 +1,211 @@
+"""The projections page (keys, rows, re-fold runs), a run's report with its live progress, and the
+session page's breakdown section."""
+
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from typing import Any
 
+from django import forms
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Max, Q, Sum
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseStopPolling
+
+from dashboard.charts import session_breakdown_chart
+from dashboard.models import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow, Session
+from dashboard.roles import OPERATOR, has_role
+from dashboard.services.folds import session_breakdown_series
+from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report
+from dashboard.tasks import refold_run_task
+from dashboard.views import sessions as session_views
 from projections.registry import defined_versions, live_versions
 
+RUNS_LISTED = 20
+REPORT_LISTED = 100
+STALL_SECONDS = 60
 
-@require_GET
+
+class RefoldForm(forms.Form):
+    key = forms.ChoiceField()
+    from_version = forms.TypedChoiceField(coerce=int, label="From version")
+    to_version = forms.TypedChoiceField(coerce=int, label="To version")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["key"].choices = [(key, key) for key in live_versions()]
+        versions = sorted({ver for key in live_versions() for ver in defined_versions(key)})
+        for name in ("from_version", "to_version"):
+            self.fields[name].choices = [(ver, ver) for ver in versions]  # type: ignore[attr-defined]
+        keyed = [key for key in live_versions() if len(defined_versions(key)) > 1]
+        if keyed:
+            self.initial.setdefault("key", keyed[0])
+            *older, live = defined_versions(keyed[0])
+            self.initial.setdefault("from_version", older[-1])
+            self.initial.setdefault("to_version", live)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        key, old, new = data.get("key"), data.get("from_version"), data.get("to_version")
+        if key is None or old is None or new is None:
+            return data
+        defined = defined_versions(key)
+        for name, ver in (("from_version", old), ("to_version", new)):
+            if ver not in defined:
+                self.add_error(
+                    name, f"{key} has no state version {ver}; defined: {', '.join(map(str, defined))}"
+                )
+        if old == new:
+            self.add_error("to_version", "Choose two different versions to compare.")
+        return data
+
+
+def projection_keys() -> list[dict[str, Any]]:
+    """Per key: its live and defined versions, and the rows stored under each version."""
+    stats = {
+        (row["key"], row["ver"]): row
+        for row in ProjectionRow.objects.values("key", "ver").annotate(
+            rows=Count("id"),
+            bytes=Sum("state_bytes"),
+            last_fold=Max("updated_at"),
+            errors=Count("id", filter=~Q(error="")),
+        )
+    }
+    keys = []
+    for key, live in live_versions().items():
+        versions = [
+            {"ver": ver, "live": ver == live, **stats.get((key, ver), {"rows": 0, "bytes": 0, "errors": 0})}
+            for ver in defined_versions(key)
+        ]
+        stale = [
+            row for (known, ver), row in stats.items() if known == key and ver not in defined_versions(key)
+        ]
+        keys.append(
+            {
+                "key": key,
+                "live": live,
+                "defined": defined_versions(key),
+                "versions": versions,
+                "rows": sum(v["rows"] for v in versions) + sum(row["rows"] for row in stale),
+                "bytes": sum(v["bytes"] or 0 for v in versions),
+                "last_fold": max((v["last_fold"] for v in versions if v.get("last_fold")), default=None),
+            }
+        )
+    return keys
+
+
+def _page_context(request: HttpRequest, form: RefoldForm | None = None) -> dict[str, Any]:
+    return {
+        "keys": projection_keys(),
+        "runs": FoldRun.objects.select_related("created_by")[:RUNS_LISTED],
+        "form": form or RefoldForm(),
+        "can_refold": has_role(request.user, OPERATOR),
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
 def projection_list(request: HttpRequest) -> HttpResponse:
-    keys = [{"key": key, "live": ver, "defined": defined_versions(key)} for key, ver in live_versions().items()]
-    return render(request, "dashboard/projections.html", {"keys": keys})
+    if request.method == "POST":
+        return _start_run(request)
+    template = "dashboard/projections.html" + ("#fold-runs" if getattr(request, "htmx", False) else "")
+    return render(request, template, _page_context(request))
+
+
+def _start_run(request: HttpRequest) -> HttpResponse:
+    if not has_role(request.user, OPERATOR):
+        raise PermissionDenied("Starting a re-fold needs the operator role.")
+    form = RefoldForm(request.POST)
+    if form.is_valid():
+        try:
+            run = fold_run_create(
+                key=form.cleaned_data["key"],
+                from_version=form.cleaned_data["from_version"],
+                to_version=form.cleaned_data["to_version"],
+                created_by=request.user,
+            )
+        except RefoldError as error:
+            form.add_error(None, str(error))
+        else:
+            refold_run_task.delay_on_commit(run.pk)
+            return redirect(run)
+    return render(request, "dashboard/projections.html", _page_context(request, form), status=400)
+
+
+def fold_run_context(run: FoldRun) -> dict[str, Any]:
+    """What the run page and its progress fragment show."""
+    report = fold_run_report(run=run, limit=REPORT_LISTED)
+    for result in report.divergences:
+        result.event_url = _event_url(result)  # type: ignore[attr-defined]
+    return {"run": run, "report": report, "stalled": _stalled(run)}
+
+
+def _stalled(run: FoldRun) -> bool:
+    """A failed run, or a running one no worker has advanced for a while: an operator may resume it."""
+    if run.status == FoldRun.Status.FAILED:
+        return True
+    if run.status != FoldRun.Status.RUNNING:
+        return False
+    last = run.heartbeat_at or run.started_at
+    return last is None or (timezone.now() - last).total_seconds() > STALL_SECONDS
+
+
+def _event_url(result: FoldRunResult) -> str:
+    seq = result.divergent_seq or 0
+    page = seq // session_views.EVENTS_PER_PAGE + 1
+    return f"{result.session.get_absolute_url()}?page={page}#seq-{seq}"
+
+
+@require_http_methods(["GET", "POST"])
+def fold_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(FoldRun.objects.select_related("created_by"), pk=run_id)
+    if request.method == "POST":
+        if not has_role(request.user, OPERATOR):
+            raise PermissionDenied("Resuming a re-fold needs the operator role.")
+        if not run.is_finished or run.status == FoldRun.Status.FAILED:
+            FoldRun.objects.filter(pk=run.pk).exclude(status=FoldRun.Status.DONE).update(
+                status=FoldRun.Status.RUNNING, message="", finished_at=None
+            )
+            refold_run_task.delay_on_commit(run.pk, resume=True)
+        return HttpResponseRedirect(run.get_absolute_url())
+    context = {**fold_run_context(run), "can_refold": has_role(request.user, OPERATOR)}
+    return render(request, "dashboard/fold_run.html", context)
 
 
 @require_GET
-def fold_run(request: HttpRequest, run_id: int) -> HttpResponse:
-    return render(request, "dashboard/projections.html", {"keys": []}, status=404)
+def fold_run_progress_hx(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(FoldRun.objects.select_related("created_by"), pk=run_id)
+    context = {**fold_run_context(run), "can_refold": has_role(request.user, OPERATOR)}
+    response = render(request, "dashboard/fold_run.html#fold-run", context)
+    if run.is_finished:
+        return HttpResponseStopPolling(response.content)
+    return response
+
+
+def session_breakdown_context(session: Session) -> dict[str, Any]:
+    """The session page's breakdown: the series from folding the log, its chart, the "now" panel,
+    the stored rows and the host's projection-cache checks."""
+    series = session_breakdown_series(session=session)
+    now = series.now
+    used = None if now is None else now.system + now.messages
+    window = None if now is None else now.window
+    return {
+        "breakdown": series,
+        "breakdown_figure": session_breakdown_chart(series) if series.points else None,
+        "breakdown_now": None
+        if now is None
+        else {
+            "system": now.system,
+            "messages": now.messages,
+            "used": used,
+            "window": window,
+            "free": None if window is None or used is None else max(0, window - used),
+            "fill": None if not window or used is None else used / window,
+            "pressure": now.pressure,
+        },
+        "projection_rows": ProjectionRow.objects.filter(session=session).order_by("key", "ver"),
+        "projcache_checks": ProjcacheCheck.objects.filter(session=session).order_by("key", "ver"),
+    }

@@ -10,8 +10,9 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
 from dashboard.models import Event, Request, Session, Source
-from dashboard.views.analysis import session_analysis_context
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
+from dashboard.views.analysis import session_analysis_context
+from dashboard.views.projections import session_breakdown_context
 
 SESSION_SORTS = {
     "activity": "last_activity",
@@ -94,6 +95,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),
         **session_analysis_context(session),
+        **session_breakdown_context(session),
     }
     return render(request, "dashboard/session_detail.html", context)
 
