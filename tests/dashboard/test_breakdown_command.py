@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.fold import fold
+from projections.records import EventRecord
+from projections.synthetic import LogBuilder
+from tests.dashboard.logs import BASE_MS, dsh_lines, write_jsonl
+from tests.dashboard.test_folds import bad_claim_log
+from tests.dashboard.test_refold import unmetered_rewrite_log
+
+
+def dsh_file(path: Path, events: list[EventRecord]) -> Path:
+    """A dsh log file holding ``events``."""
+    lines: list[dict[str, Any]] = [dsh_lines("cmd-session", turns=0)[0]]
+    for event in events:
+        line: dict[str, Any] = {
+            "type": event.type,
+            "seq": event.seq,
+            "time": BASE_MS + event.seq,
+            "data": dict(event.data),
+        }
+        if event.surface_op is not None:
+            line["surfaceOp"] = event.surface_op
+        if event.source_event_seqs is not None:
+            line["sourceEventSeqs"] = list(event.source_event_seqs)
+        lines.append(line)
+    return write_jsonl(path, lines)
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("breakdown", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_it_prints_one_json_line_per_event(tmp_path: Path) -> None:
+    log = unmetered_rewrite_log()
+    out, _ = run(str(dsh_file(tmp_path / "session.jsonl", log.events)), "--json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["seq"] for line in lines] == [event.seq for event in log.events]
+    assert lines[4]["type"] == "user/message"
+    final = ContextBreakdownV6().view(fold(ContextBreakdownV6(), log.events))
+    assert lines[-1] == {
+        "seq": log.events[-1].seq,
+        "type": "user/message",
+        "systemTokens": final.system_tokens,
+        "messageTokens": final.message_tokens,
+    }
+
+
+def test_it_folds_under_the_state_version_asked_for(tmp_path: Path) -> None:
+    log = unmetered_rewrite_log()
+    path = str(dsh_file(tmp_path / "session.jsonl", log.events))
+    v5 = json.loads(run(path, "--json", "--state-version", "5")[0].splitlines()[-1])
+    v6 = json.loads(run(path, "--json", "--state-version", "6")[0].splitlines()[-1])
+    assert (
+        v5["messageTokens"]
+        == ContextBreakdownV5().view(fold(ContextBreakdownV5(), log.events)).message_tokens
+    )
+    assert v5 != v6
+
+
+def test_a_fold_that_stops_ends_with_an_error_line_and_a_failure(tmp_path: Path) -> None:
+    path = str(dsh_file(tmp_path / "session.jsonl", bad_claim_log().events))
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="claim-range-mismatch"):
+        call_command("breakdown", path, "--json", stdout=out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["seq"] for line in lines[:-1]] == [0, 1, 2, 3, 4]
+    assert "seq 5 (user/message): claim-range-mismatch" in lines[-1]["error"]
+    assert "cmd-session" in lines[-1]["error"]
+
+
+def test_it_prints_a_table_without_json(tmp_path: Path) -> None:
+    log = LogBuilder()
+    log.system("be brief")
+    log.user("hello")
+    out, _ = run(str(dsh_file(tmp_path / "session.jsonl", log.events)))
+    assert out.splitlines()[0].split() == ["seq", "type", "system", "messages"]
+    assert out.splitlines()[2].split()[:2] == ["1", "user/message"]
+
+
+def test_it_refuses_an_unknown_state_version(tmp_path: Path) -> None:
+    path = str(dsh_file(tmp_path / "session.jsonl", LogBuilder().events))
+    with pytest.raises(CommandError, match="no state version 3"):
+        run(path, "--state-version", "3")
+
+
+def test_it_refuses_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="not a file"):
+        run(str(tmp_path / "absent.jsonl"))
+
+
+def test_it_needs_no_database(tmp_path: Path) -> None:
+    # No django_db mark: any query would fail this test.
+    log = LogBuilder()
+    log.user("hi")
+    out, _ = run(str(dsh_file(tmp_path / "session.jsonl", log.events)), "--json")
+    assert json.loads(out)["messageTokens"] > 0
