@@ -1,0 +1,172 @@
+"""The diff of two consecutive 6,000-message requests, beside a full-text comparison, and render speed.
+
+    python benchmarks/diff.py [--messages 6000] [--runs 50]
+
+Builds a conversation of ``--messages`` messages (about 2 MB of request JSON) with tools, a marked
+system prompt and a moving marker on the last message, and the next request of the same lineage
+(one more turn appended). Prints:
+
+- the median time of the engine's diff (shared prefix from the prefix-hash lists, first change,
+  marker states, wire-allows and cacheability) of the two rendered requests (target: under 5 ms);
+- the median time of a baseline that serializes both bodies as stable JSON and looks for the first
+  differing character;
+- render throughput (request JSON → hashed units with calibrated tokens) and BLAKE2b hash
+  throughput over the canonical bytes, in MB/s (target: at least 200 MB/s).
+
+Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from hashlib import blake2b
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from projections.cache.diff import diff_requests  # noqa: E402
+from projections.cache.units import DIGEST_SIZE, render_request  # noqa: E402
+from projections.records import Usage  # noqa: E402
+
+MODEL = "claude-sonnet-4-20250514"
+WORDS = (
+    "the",
+    "cache",
+    "holds",
+    "every",
+    "prefix",
+    "it",
+    "wrote",
+    "until",
+    "the",
+    "entry",
+    "expires",
+    "or",
+    "a",
+    "byte",
+    "before",
+    "it",
+    "changes",
+)
+
+
+def sentence(i: int, words: int) -> str:
+    return " ".join(WORDS[(i + k) % len(WORDS)] for k in range(words)) + f" ({i})."
+
+
+def message(i: int) -> dict[str, Any]:
+    """Alternating user text, assistant tool calls and tool results of a few hundred bytes each."""
+    if i % 4 == 0:
+        return {"role": "user", "content": [{"type": "text", "text": sentence(i, 48)}]}
+    if i % 4 == 1:
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_{i:06d}",
+            "name": "read_file",
+            "input": {"path": f"src/m{i}.py"},
+        }
+        return {"role": "assistant", "content": [{"type": "text", "text": sentence(i, 12)}, call]}
+    if i % 4 == 2:
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{i - 1:06d}", "content": sentence(i, 72)}
+        return {"role": "user", "content": [result]}
+    return {"role": "assistant", "content": [{"type": "text", "text": sentence(i, 30)}]}
+
+
+def request_body(count: int) -> dict[str, Any]:
+    messages = [message(i) for i in range(count)]
+    last = messages[-1]["content"][-1]
+    messages[-1]["content"][-1] = {**last, "cache_control": {"type": "ephemeral"}}
+    tools = [
+        {"name": f"tool_{t}", "description": sentence(t, 50), "input_schema": {"type": "object"}}
+        for t in range(20)
+    ]
+    system = [{"type": "text", "text": sentence(0, 800), "cache_control": {"type": "ephemeral"}}]
+    return {"model": MODEL, "max_tokens": 4096, "tools": tools, "system": system, "messages": messages}
+
+
+def median_ms(action: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def first_difference(a: str, b: str) -> int:
+    """Offset of the first differing character, by halving (the fastest pure-Python way)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=int, default=6000)
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+
+    prev_body = request_body(args.messages)
+    cur_body = request_body(args.messages + 2)
+    edited_body = json.loads(json.dumps(cur_body))
+    edited_body["messages"][args.messages // 2]["content"][0]["text"] += " (edited)"
+    size = len(json.dumps(cur_body).encode("utf-8"))
+    usage = Usage(20, 0, 500_000, None, 100, "anthropic")
+    prev = render_request("anthropic", "messages", prev_body, usage=usage)
+    cur = render_request("anthropic", "messages", cur_body, usage=usage)
+    edited = render_request("anthropic", "messages", edited_body, usage=usage)
+    print(f"requests: {args.messages:,} and {args.messages + 2:,} messages")
+    print(f"          {size / 1e6:.2f} MB of JSON, {len(cur):,} units")
+
+    for name, nxt, body in (("appended", cur, cur_body), ("edited mid-history", edited, edited_body)):
+        diff = diff_requests(prev, nxt, minimum=1024, lookback=20)
+        states = ", ".join(m.status for m in diff.markers)
+        where = "none" if diff.first_change is None else diff.first_change.identity
+        print(f"\n{name}: {diff.shared_units:,} units shared, first change {where}, markers {states}")
+        engine = median_ms(lambda nxt=nxt: diff_requests(prev, nxt, minimum=1024, lookback=20), args.runs)
+        a = stable_json(prev_body)
+        b = stable_json(body)
+        compare = median_ms(lambda a=a, b=b: first_difference(a, b), args.runs)
+        serialize = median_ms(
+            lambda body=body: first_difference(stable_json(prev_body), stable_json(body)), 5
+        )
+        print(f"  engine diff (prefix hashes):        median {engine:8.3f} ms   (target < 5 ms)")
+        print(f"  baseline, compare two JSON texts:   median {compare:8.3f} ms")
+        print(f"  baseline, serialize and compare:    median {serialize:8.3f} ms")
+
+    runs = max(5, args.runs // 5)
+    render = median_ms(lambda: render_request("anthropic", "messages", cur_body, usage=usage), runs)
+    print(
+        f"\nrender + hash + calibrate:  {size / 1e6 / (render / 1000):8.1f} MB/s  ({render:.1f} ms a request)"
+    )
+    canonical = cur.canonicals
+    volume = sum(len(c) for c in canonical)
+
+    def hash_all() -> None:
+        for data in canonical:
+            blake2b(data, digest_size=DIGEST_SIZE).digest()
+
+    hashing = median_ms(hash_all, runs)
+    print(f"BLAKE2b over the units:     {volume / 1e6 / (hashing / 1000):8.1f} MB/s  ({hashing:.1f} ms)")
+
+
+def stable_json(body: dict[str, Any]) -> str:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
