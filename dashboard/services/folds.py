@@ -12,7 +12,7 @@ written in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import tee
@@ -134,7 +134,7 @@ class Track:
 
 def fold_tracks(
     tracks: list[Track], events: Iterable[EventRecord]
-) -> Iterator[tuple[EventRecord, list[FoldStep[Any, Any] | None]]]:
+) -> Generator[tuple[EventRecord, list[FoldStep[Any, Any] | None]], None, None]:
     """Fold every track over ``events`` in lockstep, yielding each event with each track's step.
 
     A track's step is ``None`` when the track does not take the event (its state already holds it,

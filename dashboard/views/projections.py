@@ -36,7 +36,7 @@ class RefoldForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["key"].choices = [(key, key) for key in live_versions()]
+        self.fields["key"].choices = [(key, key) for key in live_versions()]  # type: ignore[attr-defined]
         versions = sorted({ver for key in live_versions() for ver in defined_versions(key)})
         for name in ("from_version", "to_version"):
             self.fields[name].choices = [(ver, ver) for ver in versions]  # type: ignore[attr-defined]
@@ -130,7 +130,7 @@ def _start_run(request: HttpRequest) -> HttpResponse:
         except RefoldError as error:
             form.add_error(None, str(error))
         else:
-            refold_run_task.delay_on_commit(run.pk)
+            refold_run_task.delay_on_commit(run.pk)  # type: ignore[attr-defined]
             return redirect(run)
     return render(request, "dashboard/projections.html", _page_context(request, form), status=400)
 
@@ -169,7 +169,7 @@ def fold_run(request: HttpRequest, run_id: int) -> HttpResponse:
             FoldRun.objects.filter(pk=run.pk).exclude(status=FoldRun.Status.DONE).update(
                 status=FoldRun.Status.RUNNING, message="", finished_at=None
             )
-            refold_run_task.delay_on_commit(run.pk, resume=True)
+            refold_run_task.delay_on_commit(run.pk, resume=True)  # type: ignore[attr-defined]
         return HttpResponseRedirect(run.get_absolute_url())
     context = {**fold_run_context(run), "can_refold": has_role(request.user, OPERATOR)}
     return render(request, "dashboard/fold_run.html", context)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -8,10 +9,11 @@ from typing import Any
 import pytest
 
 import dashboard.tasks  # noqa: F401  (registers the fold as an ingest follow-up)
-from dashboard.models import Event, ProjectionRow, Session, Source, Warning
+from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Session, Source, Warning
 from dashboard.services import folds
 from dashboard.services.folds import event_to_record, fold_session, session_breakdown_series
 from dashboard.services.ingest import ingest_paths
+from dashboard.services.projcache import projcache_ingest
 from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.fold import fold, to_row
 from projections.records import EventRecord
@@ -270,3 +272,85 @@ def test_the_breakdown_series_stops_at_a_fold_error(db: None) -> None:
     assert series.points[-1].seq == 4
     assert "broken-two" in series.error
     assert "claim-range-mismatch" in series.error
+
+
+# --- host projection caches (session_projcache.json) -------------------------------------------------
+
+
+def write_projcache(path: Path, session_id: str, rows: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"identity": {"sessionId": session_id}, "rows": rows}))
+    return path
+
+
+def test_a_host_row_that_matches_our_fold_is_recorded_as_agreement(db: None, tmp_path: Path) -> None:
+    log = conversation()
+    session = stored_session(log.events, external_id="cached")
+    v5 = ContextBreakdownV5()
+    seq = 8
+    view = v5.view(fold(v5, log.events[: seq + 1])).to_json()
+    path = write_projcache(
+        tmp_path / "cached" / "session_projcache.json",
+        "cached",
+        {"contextBreakdown": {"ver": 5, "seq": seq, "val": view}, "other": {"ver": 1, "seq": 1, "val": {}}},
+    )
+    result = projcache_ingest(path, source_name="laptop")
+    assert (result.session_id, result.agree, result.skipped) == (
+        session.pk,
+        ["contextBreakdown v5 seq 8"],
+        ["other v1 seq 1"],
+    )
+    check = ProjcacheCheck.objects.get(session=session)
+    assert (check.status, check.ours) == ("agree", view)
+    assert not Warning.objects.exists()
+
+
+def test_a_host_row_that_differs_raises_a_projection_mismatch(db: None, tmp_path: Path) -> None:
+    log = conversation()
+    session = stored_session(log.events, external_id="cached")
+    last = log.events[-1].seq
+    path = write_projcache(
+        tmp_path / "session_projcache.json",
+        "cached",
+        {"contextBreakdown": {"ver": 6, "seq": last, "val": {"systemTokens": 1, "messageTokens": 2}}},
+    )
+    result = projcache_ingest(path, source_name="laptop")
+    assert result.mismatch == [f"contextBreakdown v6 seq {last}"]
+    warning = Warning.objects.get(session=session, kind="projection-mismatch")
+    assert "cached" in warning.message
+    assert "systemTokens" in warning.message
+    session.refresh_from_db()
+    assert session.warning_count == 1
+
+
+def test_a_host_row_beyond_the_stored_log_is_not_comparable(db: None, tmp_path: Path) -> None:
+    stored_session(conversation().events, external_id="cached")
+    path = write_projcache(
+        tmp_path / "session_projcache.json", "cached", {"tokenUsage": {"ver": 1, "seq": 999, "val": {}}}
+    )
+    result = projcache_ingest(path, source_name="laptop")
+    assert result.not_comparable == ["tokenUsage v1 seq 999"]
+    assert "ends at seq" in ProjcacheCheck.objects.get().detail
+
+
+def test_a_projection_cache_of_an_unknown_session_says_so(db: None, tmp_path: Path) -> None:
+    path = write_projcache(tmp_path / "session_projcache.json", "nobody", {})
+    result = projcache_ingest(path, source_name="laptop")
+    assert result.session_id is None
+    assert "no stored session 'nobody'" in result.error
+
+
+def test_the_session_page_shows_the_host_cache_check(db: None, tmp_path: Path, viewer_client: Any) -> None:
+    log = conversation()
+    session = stored_session(log.events, external_id="cached")
+    v6 = ContextBreakdownV6()
+    view = v6.view(fold(v6, log.events)).to_json()
+    last = log.events[-1].seq
+    path = write_projcache(
+        tmp_path / "session_projcache.json",
+        "cached",
+        {"contextBreakdown": {"ver": 6, "seq": last, "val": view}},
+    )
+    projcache_ingest(path, source_name="laptop")
+    text = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "the host's row matches our fold" in text
