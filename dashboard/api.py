@@ -47,16 +47,17 @@ def _content_length(request: HttpRequest) -> int | None:
 @login_not_required
 def ingest(request: HttpRequest) -> JsonResponse:
     """Store the NDJSON sessions of the body for the token's source; answer counts and per-line errors."""
-    if request.method != "POST":
-        response = _error(405, "use POST with an NDJSON body")
-        response["Allow"] = "POST"
-        return response
+    # The token is checked before the method, so a caller without one learns nothing here.
     secret = _bearer(request)
     if secret is None:
         return _unauthorized("send 'Authorization: Bearer <token>'", invalid=False)
     token = token_authenticate(secret=secret, now=timezone.now())
     if token is None:
         return _unauthorized("the token is unknown or revoked", invalid=True)
+    if request.method != "POST":
+        response = _error(405, "use POST with an NDJSON body")
+        response["Allow"] = "POST"
+        return response
     try:
         body = body_read(
             stream=request,
