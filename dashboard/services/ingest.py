@@ -143,6 +143,10 @@ def ingest_session(
         summary.errors.append(
             LineError(path=imported.path, line=None, field="session", reason=imported.fatal)
         )
+        if Session.objects.filter(source=source, external_id=imported.external_id[:200]).exists():
+            # A refused copy of a session already stored says nothing about the stored log: leave it.
+            summary.sessions_unchanged += 1
+            return None
     errors_before = len(summary.errors)
     try:
         with transaction.atomic():
@@ -216,7 +220,10 @@ def _write_session(
     blocks.flush()
     added_events = events.flush()
     added_requests += _flush_requests(requests)
-    session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
+    if created or added_events:
+        # Only a change to the stored log can change whether it folds; a bad copy that added nothing
+        # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
+        session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
     session.crash_tail = imported.crash_tail or session.crash_tail
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at
