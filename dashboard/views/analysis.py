@@ -94,10 +94,11 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
     change = data.get("first_change")
     previous = _previous_request(call, data)
     sides = _change_sides(previous, call, change) if change is not None else None
-    label = data.get("label")
-    remedy = change.get("remedy") if change is not None else None
-    if not remedy and label:
-        remedy = LABEL_REMEDIES.get(str(label).split("@")[0], "")
+    label = str(data.get("label") or "")
+    # The miss label names what cost the tokens; only a changed prefix is the change's fault.
+    remedy = LABEL_REMEDIES.get(label, "")
+    if change is not None and (not label or label.startswith("prefix-changed")):
+        remedy = change.get("remedy") or remedy
     return {
         "analysis": analysis,
         "analysis_job": job,

@@ -8,7 +8,7 @@ from django.test import Client
 
 from dashboard.models import Request
 from dashboard.services.analysis import session_analyse
-from dashboard.views.analysis import CONTEXT_CHARS, display_text
+from dashboard.views.analysis import CONTEXT_CHARS, LABEL_REMEDIES, display_text
 from tests.dashboard.test_analysis import START, body, capture, conversation, ingest_captures, text
 
 
@@ -96,3 +96,20 @@ def test_a_first_request_has_nothing_to_compare_with(tmp_path: Path, viewer_clie
     call = Request.objects.get(session=session, key="msg_1")
     page = viewer_client.get(call.get_absolute_url()).content.decode()
     assert "The first request of its lineage: nothing to compare with." in page
+
+
+@pytest.mark.django_db
+def test_a_miss_without_a_changed_prefix_shows_the_remedy_of_its_label(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    records = conversation()
+    late = START + timedelta(minutes=10)
+    records[1] = capture(records[1]["request"], key="msg_2", at=late, read=0, write=1730)
+    session = ingest_captures(tmp_path, records[:2])
+    session_analyse(session_id=session.pk)
+    call = Request.objects.get(session=session, key="msg_2")
+    response = viewer_client.get(call.get_absolute_url())
+
+    assert response.context["analysis"].label == "ttl-expired"
+    assert response.context["remedy"] == LABEL_REMEDIES["ttl-expired"]
+    assert "use ttl 1h on the stable prefix" in response.content.decode()
