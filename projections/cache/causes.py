@@ -168,6 +168,11 @@ def classify_change(prev: RenderedRequest, cur: RenderedRequest, change: Changed
     if prev.params != cur.params:
         keys = sorted(set(prev.params) | set(cur.params))
         changed = [k for k in keys if prev.params.get(k) != cur.params.get(k)]
+        if changed == ["images"] and prev.params.get("images") and not cur.params.get("images"):
+            # Images present/absent keys the messages cache: stripping the last one re-keys it whole.
+            return _cause(
+                "image-stripped", "the last image left the prompt, which re-keys every message from the first"
+            )
         return _cause("params-changed", "changed: " + ", ".join(changed))
     p = change.position
     old_tier = prev.tiers[p] if p < len(prev) else None

@@ -37,6 +37,7 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
 _ROLE_TAG = {"user": b"u", "assistant": b"a", "system": b"s", "developer": b"d", "tool": b"t"}
 _TIER_TAG: dict[str, bytes] = {"tools": b"T", "system": b"S", "messages": b"M"}
 _RUN_KINDS = frozenset({"tool_use", "tool_result"})
+_TIER_DEPTH: dict[str, int] = {tier: depth for depth, tier in enumerate(TIERS)}
 
 
 class RenderError(ValueError):
@@ -181,8 +182,8 @@ class RenderedRequest:
 class _Builder:
     """Accumulates the parallel lists; one method call per unit keeps the hot loop small."""
 
-    def __init__(self, header_digest: bytes) -> None:
-        self.chain = header_digest
+    def __init__(self) -> None:
+        self.digests: list[bytes] = []
         self.tiers: list[Tier] = []
         self.roles: list[str] = []
         self.message_indexes: list[int | None] = []
@@ -200,7 +201,6 @@ class _Builder:
         self.citations = False
         self._group = -1
         self._last_kind = ""
-        self._last_message: int | None = -1
 
     def add(
         self,
@@ -215,14 +215,7 @@ class _Builder:
         text = canonical_text(raw)
         data = text.encode("utf-8")
         digest = blake2b(data, digest_size=DIGEST_SIZE).digest()
-        # The role and the start of a new message are part of what the model sees, so they join
-        # the chain even though the block hash (content address) leaves them out.
-        boundary = b"|" if message_index != self._last_message else b"."
-        self._last_message = message_index
-        self.chain = chain = blake2b(
-            self.chain + digest + _TIER_TAG[tier] + _ROLE_TAG.get(role, b"?") + boundary,
-            digest_size=DIGEST_SIZE,
-        ).digest()
+        self.digests.append(digest)
         if kind != self._last_kind or kind not in _RUN_KINDS:
             self._group += 1
             self._last_kind = kind
@@ -233,7 +226,6 @@ class _Builder:
         self.message_ids.append(message_id)
         self.kinds.append(kind)
         self.block_hashes.append(digest.hex())
-        self.prefix_hashes.append(chain.hex())
         self.canonicals.append(data)
         self.chars.append(len(text))
         self.raws.append(raw)
@@ -349,8 +341,7 @@ def render_request(
     if not isinstance(model, str):
         raise RenderError("request body: field 'model' is missing or not a string")
     params = cache_params(provider, api, body)
-    header = _ENCODER.encode({"model": model, "params": params}).encode("utf-8")
-    builder = _Builder(blake2b(header, digest_size=DIGEST_SIZE).digest())
+    builder = _Builder()
     if api == "messages":
         _render_anthropic(builder, body)
     elif api == "chat":
@@ -369,17 +360,17 @@ def render_request(
         params["images"] = True
     if builder.citations:
         params["citations"] = True
-    if builder.images or builder.citations:
-        # Parameters discovered while walking the content join the header after the fact.
-        builder = _rechain(builder, model, params)
+    header_params, tier_params = scoped_params(provider, params)
+    header = blake2b(
+        _ENCODER.encode({"model": model, "params": header_params}).encode("utf-8"), digest_size=DIGEST_SIZE
+    )
+    _chain(builder, header.digest(), tier_params)
     rendered = RenderedRequest(
         provider=provider,
         api=api,
         model=model,
         params=params,
-        header_hash=blake2b(
-            _ENCODER.encode({"model": model, "params": params}).encode("utf-8"), digest_size=DIGEST_SIZE
-        ).hexdigest(),
+        header_hash=header.hexdigest(),
         tiers=builder.tiers,
         roles=builder.roles,
         message_indexes=builder.message_indexes,
@@ -399,25 +390,71 @@ def render_request(
     return rendered
 
 
-def _rechain(builder: _Builder, model: str, params: Mapping[str, JSON]) -> _Builder:
-    header = _ENCODER.encode({"model": model, "params": params}).encode("utf-8")
-    chain = blake2b(header, digest_size=DIGEST_SIZE).digest()
-    last: int | None = -1
+ANTHROPIC_TIER_PARAMS: Mapping[str, Tier] = {
+    # Anthropic's prompt-caching guide, "What invalidates the cache" (read 2026-12-02,
+    # https://platform.claude.com/docs/en/build-with-claude/prompt-caching): toggling web search or
+    # citations invalidates the system and messages caches; changing tool_choice, images present or
+    # the thinking parameters invalidates the messages cache only. Tools survive all of them.
+    "web_search": "system",
+    "citations": "system",
+    "tool_choice": "messages",
+    "images": "messages",
+    "thinking": "messages",
+    "effort": "messages",
+}
+
+
+def scoped_params(
+    provider: str, params: Mapping[str, JSON]
+) -> tuple[dict[str, JSON], dict[Tier, dict[str, JSON]]]:
+    """Split cache-keying parameters into those that re-key the whole prompt and those that re-key
+    only a tier and what follows it. Automatic caches (OpenAI and others) key on all of them at once."""
+    if provider != "anthropic":
+        return dict(params), {}
+    header: dict[str, JSON] = {}
+    tiers: dict[Tier, dict[str, JSON]] = {}
+    for key, value in params.items():
+        tier = ANTHROPIC_TIER_PARAMS.get(key)
+        if tier is None:
+            header[key] = value
+        else:
+            tiers.setdefault(tier, {})[key] = value
+    return header, tiers
+
+
+def _chain(builder: _Builder, header: bytes, tier_params: Mapping[Tier, Mapping[str, JSON]]) -> None:
+    """Chain the prefix hashes: each unit's hash covers every earlier unit, its framing (tier, role,
+    message boundary) and the parameters whose scope starts at or before its tier."""
+    scoped = {
+        tier: blake2b(
+            _ENCODER.encode(dict(tier_params[tier])).encode("utf-8"), digest_size=DIGEST_SIZE
+        ).digest()
+        for tier in TIERS
+        if tier_params.get(tier)
+    }
+    chain = header
+    entered = 0  # index in TIERS of the deepest tier whose parameters have joined the chain
+    last_message: int | None = -1
     prefixes: list[str] = []
-    for i, block in enumerate(builder.block_hashes):
-        boundary = b"|" if builder.message_indexes[i] != last else b"."
-        last = builder.message_indexes[i]
+    tiers, roles, messages = builder.tiers, builder.roles, builder.message_indexes
+    for i, digest in enumerate(builder.digests):
+        tier = tiers[i]
+        depth = _TIER_DEPTH[tier]
+        while entered < depth:
+            entered += 1
+            if TIERS[entered] in scoped:
+                chain = blake2b(chain + scoped[TIERS[entered]], digest_size=DIGEST_SIZE).digest()
+        # The role and the start of a new message are part of what the model sees, so they join
+        # the chain even though the block hash (content address) leaves them out.
+        message = messages[i]
+        boundary = b"|" if message != last_message else b"."
+        last_message = message
         chain = blake2b(
-            chain
-            + bytes.fromhex(block)
-            + _TIER_TAG[builder.tiers[i]]
-            + _ROLE_TAG.get(builder.roles[i], b"?")
-            + boundary,
+            chain + digest + _TIER_TAG[tier] + _ROLE_TAG.get(roles[i], b"?") + boundary,
             digest_size=DIGEST_SIZE,
         ).digest()
         prefixes.append(chain.hex())
     builder.prefix_hashes = prefixes
-    return builder
 
 
 def _render_anthropic(builder: _Builder, body: Mapping[str, JSON]) -> None:

@@ -35,6 +35,9 @@ Message = dict[str, Any]
 IMAGE_PLACEHOLDER = "[Image removed from context to save tokens]"
 """The text an agent puts in place of an image it strips from history."""
 
+IMAGE_TOKENS = 1_600
+"""What one full-size screenshot costs: about (width x height) / 750 tokens (Anthropic vision docs)."""
+
 
 @dataclass(slots=True)
 class Call:
@@ -279,10 +282,13 @@ def cache_layout(body: dict[str, Any]) -> tuple[list[PrefixPoint], list[Breakpoi
     units: list[tuple[str, int]] = []
     marks: list[Breakpoint] = []
 
-    def add(tier: str, unit: Any) -> None:
+    def add(tier: str, unit: Any, key_extra: str = "") -> None:
         bare = {k: v for k, v in unit.items() if k != "cache_control"} if isinstance(unit, dict) else unit
         text = tier + json.dumps(bare, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        units.append((text, estimate_tokens(text)))
+        # ``key_extra`` joins the cache key, not the token count: parameters are not prompt text.
+        # An image costs what its pixels cost, not what its base64 weighs (Anthropic vision docs).
+        is_image = isinstance(unit, dict) and unit.get("type") == "image"
+        units.append((key_extra + text, IMAGE_TOKENS if is_image else estimate_tokens(text)))
         control = unit.get("cache_control") if isinstance(unit, dict) else None
         if control is not None:
             marks.append(Breakpoint(len(units) - 1, TTL_1H if control.get("ttl") == "1h" else 300))
@@ -295,9 +301,19 @@ def cache_layout(body: dict[str, Any]) -> tuple[list[PrefixPoint], list[Breakpoi
     for block in system or []:
         if isinstance(block, dict):
             add("system:", block)
+    # Anthropic keys the messages cache on tool_choice, the thinking settings and whether any image
+    # is present: a change to one of them re-keys every message, while tools and system stay cached.
+    images = any(
+        isinstance(block, dict) and block.get("type") == "image"
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+    )
+    message_key = f"{body.get('tool_choice')}|{body.get('thinking')}|images={images}|"
     for message in body["messages"]:
         content = message["content"]
         for block in [content] if isinstance(content, str) else content:
-            add(message["role"] + ":", block)
-    header = f"{body['model']}|{body.get('tool_choice')}|{body.get('thinking')}"
+            add(message["role"] + ":", block, message_key)
+            message_key = ""
+    header = str(body["model"])
     return prefix_chain(header, units), marks

@@ -4,9 +4,10 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+from projections.cache.causes import classify_change
 from projections.cache.diff import diff_requests, first_changed_byte, shared_prefix_length
 from projections.cache.units import RenderedRequest, render_request
-from tests.projections.cache.builders import body, conversation
+from tests.projections.cache.builders import body, conversation, image_block
 
 
 def render(request: dict[str, Any]) -> RenderedRequest:
@@ -130,3 +131,20 @@ def test_a_model_switch_breaks_every_marker_even_with_identical_content() -> Non
     assert diff.first_change.header_changed
     assert diff.first_change.position == 0
     assert {s.status for s in diff.markers} == {"broken"}
+
+
+def test_stripping_the_last_image_keeps_tools_and_system_and_breaks_every_message_marker() -> None:
+    history = conversation(12)
+    history[8]["content"].append(image_block("screenshot"))
+    prev = render(body(history, marks=(5, 11)))
+    stripped = copy.deepcopy(history)
+    stripped[8]["content"][1] = {"type": "text", "text": "[image removed]"}
+    cur = render(body([*stripped, *conversation(2)], marks=(5, 13)))
+    diff = diff_requests(prev, cur, minimum=1024)
+    assert diff.first_change is not None
+    assert diff.first_change.position == cur.tier_start("messages")
+    system_marker, *message_markers = diff.markers
+    assert system_marker.status == "kept"
+    assert [m.status for m in message_markers] == ["broken", "broken"]
+    assert diff.wire_allows == prev.prefix_tokens(prev.tier_start("messages") - 1)
+    assert classify_change(prev, cur, diff.first_change).label == "image-stripped"

@@ -79,7 +79,7 @@ def test_more_than_four_markers_is_a_warning_not_an_error() -> None:
     assert rendered.warnings == ("marker-limit: 5 cache breakpoints, the provider accepts 4",)
 
 
-def test_images_and_cache_keying_parameters_enter_the_header() -> None:
+def test_images_and_thinking_re_key_the_messages_but_keep_tools_and_system() -> None:
     plain = body(conversation(2))
     with_image = body(conversation(2))
     with_image["messages"][0]["content"].append(image_block("a"))
@@ -87,8 +87,34 @@ def test_images_and_cache_keying_parameters_enter_the_header() -> None:
     base, img, think = render(plain), render(with_image), render(thinking)
     assert img.params["images"] is True
     assert think.params["thinking"] == {"type": "enabled", "budget_tokens": 2000}
-    assert base.prefix_hashes[0] != img.prefix_hashes[0] != think.prefix_hashes[0]
+    messages_start = base.tier_start("messages")
+    assert base.prefix_hashes[:messages_start] == img.prefix_hashes[:messages_start]
+    assert base.prefix_hashes[:messages_start] == think.prefix_hashes[:messages_start]
+    assert base.prefix_hashes[messages_start] != think.prefix_hashes[messages_start]
+    assert base.header_hash == img.header_hash == think.header_hash
     assert base.block_hashes[0] == img.block_hashes[0] == think.block_hashes[0]
+
+
+def test_a_web_search_toggle_re_keys_the_system_tier_and_what_follows() -> None:
+    plain = body(conversation(2))
+    searching = dict(plain, tools=[*plain["tools"], {"type": "web_search_20250305", "name": "web_search"}])
+    base, search = render(plain), render(searching)
+    assert search.params["web_search"] is True
+    system_start = base.tier_start("system")
+    assert base.prefix_hashes[: system_start - 1] == search.prefix_hashes[: system_start - 1]
+    assert (
+        base.prefix_hashes[search.tier_start("system") :]
+        != search.prefix_hashes[search.tier_start("system") :]
+    )
+
+
+def test_other_providers_key_every_prefix_on_their_parameters() -> None:
+    chat = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+    keyed = dict(chat, prompt_cache_key="tenant-1")
+    a = render_request("openai", "chat", chat)
+    b = render_request("openai", "chat", keyed)
+    assert a.header_hash != b.header_hash
+    assert a.prefix_hashes[0] != b.prefix_hashes[0]
 
 
 def test_a_role_change_changes_the_prefix_hash_but_not_the_block_hash() -> None:
