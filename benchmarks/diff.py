@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
@@ -137,13 +138,9 @@ def main() -> None:
         states = ", ".join(m.status for m in diff.markers)
         where = "none" if diff.first_change is None else diff.first_change.identity
         print(f"\n{name}: {diff.shared_units:,} units shared, first change {where}, markers {states}")
-        engine = median_ms(lambda nxt=nxt: diff_requests(prev, nxt, minimum=1024, lookback=20), args.runs)
-        a = stable_json(prev_body)
-        b = stable_json(body)
-        compare = median_ms(lambda a=a, b=b: first_difference(a, b), args.runs)
-        serialize = median_ms(
-            lambda body=body: first_difference(stable_json(prev_body), stable_json(body)), 5
-        )
+        engine = median_ms(partial(diff_requests, prev, nxt, minimum=1024, lookback=20), args.runs)
+        compare = median_ms(partial(first_difference, stable_json(prev_body), stable_json(body)), args.runs)
+        serialize = median_ms(partial(serialize_and_compare, prev_body, body), 5)
         print(f"  engine diff (prefix hashes):        median {engine:8.3f} ms   (target < 5 ms)")
         print(f"  baseline, compare two JSON texts:   median {compare:8.3f} ms")
         print(f"  baseline, serialize and compare:    median {serialize:8.3f} ms")
@@ -162,6 +159,10 @@ def main() -> None:
 
     hashing = median_ms(hash_all, runs)
     print(f"BLAKE2b over the units:     {volume / 1e6 / (hashing / 1000):8.1f} MB/s  ({hashing:.1f} ms)")
+
+
+def serialize_and_compare(a: dict[str, Any], b: dict[str, Any]) -> int:
+    return first_difference(stable_json(a), stable_json(b))
 
 
 def stable_json(body: dict[str, Any]) -> str:
