@@ -12,7 +12,7 @@ import hmac
 import secrets
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 
 from dashboard.models import ApiToken, Source
@@ -28,7 +28,7 @@ def secret_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def token_create(*, source: Source, name: str, created_by: AbstractBaseUser | None) -> tuple[ApiToken, str]:
+def token_create(*, source: Source, name: str, created_by: User | None) -> tuple[ApiToken, str]:
     """Create a token for ``source``; return it and its secret, which is never stored or shown again."""
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -66,7 +67,8 @@ def token_list(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         source, _ = Source.objects.get_or_create(name=form.cleaned_data["source"])
-        token, secret = token_create(source=source, name=form.cleaned_data["name"], created_by=request.user)
+        creator = request.user if isinstance(request.user, User) else None
+        token, secret = token_create(source=source, name=form.cleaned_data["name"], created_by=creator)
         response = render(request, "dashboard/tokens.html", _tokens_context(TokenForm(), secret, token))
         response["Cache-Control"] = "no-store"
         return response
