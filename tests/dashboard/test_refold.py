@@ -2,12 +2,17 @@ from __future__ import annotations
 
 import io
 import json
+import signal
+import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
+from celery.exceptions import AlwaysEagerIgnored
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from dashboard.celery import app as celery_app
 from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Session, Warning
 from dashboard.services.folds import fold_session
 from dashboard.services.refold import (
@@ -24,6 +29,7 @@ from projections.events import FoldError
 from projections.fold import fold, state_size_bytes, to_row
 from projections.synthetic import LogBuilder
 from tests.dashboard.test_folds import bad_claim_log, conversation, stored_session
+from tests.dashboard.workers import broker_or_skip, wait_for, worker_process
 
 V5, V6 = ContextBreakdownV5(), ContextBreakdownV6()
 
@@ -296,3 +302,60 @@ def test_the_refold_command_enqueues_with_async(db: None, monkeypatch: pytest.Mo
 def test_the_refold_command_refuses_an_unknown_version(db: None) -> None:
     with pytest.raises(CommandError, match="no state version 8"):
         call_command("refold", "--key", "contextBreakdown", "--from", "5", "--to", "8")
+
+
+# --- a real worker killed in the middle of a run -----------------------------------------------------
+
+KILL_AFTER = 60
+
+
+def large_corpus(sessions: int = 600) -> dict[str, LogBuilder]:
+    logs: dict[str, LogBuilder] = {}
+    for n in range(sessions):
+        if n % 50 == 7:
+            logs[f"s{n:04}"] = unmetered_rewrite_log()
+        elif n % 50 == 13:
+            logs[f"s{n:04}"] = bad_claim_log()
+        else:
+            logs[f"s{n:04}"] = conversation(turns=5 + n % 7)
+    return logs
+
+
+def send_run(broker: str, run_id: int, **kwargs: Any) -> None:
+    with celery_app.connection_for_write(broker) as conn, warnings.catch_warnings():
+        # The test process itself runs tasks eagerly; this message is for the worker.
+        warnings.simplefilter("ignore", AlwaysEagerIgnored)
+        celery_app.send_task(
+            "dashboard.tasks.refold_run", args=[run_id], kwargs=kwargs, connection=conn, queue="refold"
+        )
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_run_survives_its_worker_being_killed(tmp_path: Path) -> None:
+    broker = broker_or_skip()
+    logs = large_corpus()
+    sessions = store_corpus(logs)
+    run = new_run()
+    with worker_process(tmp_path / "worker-1.log", broker=broker) as worker:
+        send_run(broker, run.pk)
+        wait_for(lambda: FoldRun.objects.get(pk=run.pk).sessions_done >= KILL_AFTER, timeout=30)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    killed_at = FoldRun.objects.get(pk=run.pk)
+    assert killed_at.status == "running"
+    assert killed_at.sessions_done < len(logs), "the run finished before the worker was killed"
+
+    with worker_process(tmp_path / "worker-2.log", broker=broker):
+        send_run(broker, run.pk, resume=True)
+        wait_for(lambda: FoldRun.objects.get(pk=run.pk).is_finished, timeout=40)
+    after_kill = outcome(run)
+    assert FoldRunResult.objects.filter(run=run).count() == len(logs)
+    assert FoldRun.objects.get(pk=run.pk).sessions_done == len(logs)
+
+    FoldRunResult.objects.all().delete()
+    ProjectionRow.objects.all().delete()
+    Warning.objects.all().delete()
+    for name, session in sessions.items():
+        with_v5_row(session, logs[name])
+    assert outcome(refold_run(run_id=new_run().pk)) == after_kill
