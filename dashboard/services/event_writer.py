@@ -40,6 +40,7 @@ class EventWriter:
         columns = ", ".join(connection.ops.quote_name(c) for c in _COLUMNS)
         # Only fixed identifiers are formatted in; every value goes through a parameter.
         self.sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join(slots)})"  # noqa: S608
+        self.copy_sql = f"COPY {table} ({columns}) FROM STDIN"
 
     def add(self, event: EventRecord) -> None:
         seqs = list(event.source_event_seqs) if event.source_event_seqs is not None else None
@@ -62,7 +63,16 @@ class EventWriter:
         """Insert what is queued; return how many rows this writer has inserted in all."""
         if self.rows:
             with connection.cursor() as cursor:
-                cursor.executemany(self.sql, self.rows)
+                if connection.vendor == "postgresql":
+                    self._copy(cursor.cursor)
+                else:
+                    cursor.executemany(self.sql, self.rows)
             self.written += len(self.rows)
             self.rows.clear()
         return self.written
+
+    def _copy(self, cursor: Any) -> None:
+        """PostgreSQL's COPY: one stream per batch instead of one statement per row."""
+        with cursor.copy(self.copy_sql) as copy:
+            for row in self.rows:
+                copy.write_row(row)
