@@ -219,7 +219,10 @@ def _analysis(
         render_mismatch(request.key, request.lineage, verify_wire_receipt(receipt, rendered))
         if receipt is not None
         else None,
-        over_credit(request.key, place, figures.credited, wire_allows or 0),
+        # With no earlier request in the lineage, what any stored entry could serve is the bound.
+        over_credit(
+            request.key, place, figures.credited, prediction.read if wire_allows is None else wire_allows
+        ),
         unexplained_miss(
             request.key,
             request.lineage,

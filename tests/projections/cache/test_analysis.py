@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -332,3 +333,21 @@ def test_to_json_has_exactly_the_documented_shape() -> None:
     assert data[0]["first_change"] is None
     assert data[0]["figures"]["wire_allows"] is None
     assert data[1]["first_change"] == {"position": 12, "tier": "messages", "cause": "edited"}
+
+
+def test_a_lineages_first_request_is_not_over_credited_for_a_prefix_another_lineage_wrote() -> None:
+    history = conversation(20)
+    main_body = body(history, marks=(19,))
+    side = replace(record("s0", 1, body([*history, *conversation(2)], marks=(21,))), lineage="subagent")
+    credited = through_message(main_body, 19)
+    credits = {"s0": CreditRecord("s0", credited, (), "cache/credit")}
+    first_of_subagent = analyse_lineage([record("r0", 0, main_body), side], credits=credits)[1]
+    assert first_of_subagent.figures.wire_allows is None
+    assert first_of_subagent.figures.predicted_read == credited
+    assert first_of_subagent.warnings == ()
+
+
+def test_a_lineages_first_request_credited_beyond_any_stored_entry_is_over_credit() -> None:
+    credits = {"r0": CreditRecord("r0", 5_000, (), "cache/credit")}
+    (first,) = analyse_lineage([record("r0", 0, body(conversation(20), marks=(19,)))], credits=credits)
+    assert [w.kind for w in first.warnings] == ["over-credit"]
