@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -338,7 +337,7 @@ def test_to_json_has_exactly_the_documented_shape() -> None:
 def test_a_lineages_first_request_is_not_over_credited_for_a_prefix_another_lineage_wrote() -> None:
     history = conversation(20)
     main_body = body(history, marks=(19,))
-    side = replace(record("s0", 1, body([*history, *conversation(2)], marks=(21,))), lineage="subagent")
+    side = record("s0", 1, body([*history, *conversation(2)], marks=(21,)), minutes=1.0, lineage="subagent")
     credited = through_message(main_body, 19)
     credits = {"s0": CreditRecord("s0", credited, (), "cache/credit")}
     first_of_subagent = analyse_lineage([record("r0", 0, main_body), side], credits=credits)[1]
