@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "DJANGO_SETTINGS_MODULE")}
+    # A production process inherits none of the test run's switches (the browser tests, for one,
+    # allow the ORM beside Playwright's event loop).
+    test_only = ("DEBUG", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if k not in test_only}
     env.pop("DATABASE_URL", None)
     env.update(
         SECRET_KEY=secrets.token_urlsafe(64),
