@@ -29,8 +29,9 @@ def ingest_job_task(self: Task, job_id: int) -> None:
     """
     owner = self.request.id or "in-process"
     claimable = Q(status=IngestJob.Status.QUEUED) | Q(status=IngestJob.Status.RUNNING, claimed_by=owner)
+    # A redelivery after the worker died starts the job again: progress restarts from zero.
     claimed = IngestJob.objects.filter(claimable, pk=job_id).update(
-        status=IngestJob.Status.RUNNING, started_at=timezone.now(), claimed_by=owner
+        status=IngestJob.Status.RUNNING, started_at=timezone.now(), claimed_by=owner, bytes_done=0
     )
     if not claimed:
         return
