@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
@@ -37,7 +38,7 @@ from projections.cache.receipts import (
 from projections.cache.record import render_record
 from projections.cache.transcript import TranscriptCall, predict_transcript
 from projections.cache.units import RenderedRequest, RenderError, render_request
-from projections.cache.warnings import CacheWarning, render_mismatch, unexplained_miss
+from projections.cache.warnings import CacheWarning, over_credit, render_mismatch, unexplained_miss
 from projections.formats import read_sessions
 from projections.records import JSON, EventRecord, LineError, RequestRecord, Usage
 
@@ -510,6 +511,23 @@ def _rewritten(usage: Usage | None, written_before: int) -> int:
     return max(0, min(written_before, read + usage.cache_write) - read)
 
 
+def is_boundary(event: EventRecord) -> bool:
+    """An event the transcript predictor must know of: a compaction or a rewrite of the prompt's head."""
+    return event.type.startswith("compaction/") or is_head_rewrite(event)
+
+
+def is_head_rewrite(event: EventRecord) -> bool:
+    """A log event that rewrites the static head of the prompt: the system prompt replaced on the
+    surface, or a request header re-sent because the configuration (tools, model) changed."""
+    if event.type == "system/message":
+        return isinstance(event.surface_op, Mapping) and event.surface_op.get("op") == "replace"
+    return event.type == "request/header" and event.data.get("reason") == "change"
+
+
+def _between(moments: Sequence[datetime], before: datetime | None, at: datetime | None) -> bool:
+    return before is not None and at is not None and any(before < moment <= at for moment in moments)
+
+
 def _analyse_transcript(
     ordered: Sequence[RequestRecord],
     credits: Mapping[str, CreditRecord],
@@ -517,6 +535,7 @@ def _analyse_transcript(
     findings: list[Finding],
 ) -> list[RequestResult]:
     boundaries = sorted(e.time for e in events if e.type.startswith("compaction/") and e.time is not None)
+    rewrites = sorted(e.time for e in events if is_head_rewrite(e) and e.time is not None)
     calls: list[TranscriptCall] = []
     reported: list[RequestRecord] = []
     last: dict[str, datetime | None] = {}
@@ -524,14 +543,16 @@ def _analyse_transcript(
         if record.usage is None:
             continue
         before = last.get(record.lineage)
-        compaction = (
-            before is not None
-            and record.started_at is not None
-            and any(before < moment <= record.started_at for moment in boundaries)
-        )
         last[record.lineage] = record.started_at
         calls.append(
-            TranscriptCall(record.started_at, record.model, record.usage, record.lineage, compaction)
+            TranscriptCall(
+                record.started_at,
+                record.model,
+                record.usage,
+                record.lineage,
+                compaction_before=_between(boundaries, before, record.started_at),
+                system_changed_before=_between(rewrites, before, record.started_at),
+            )
         )
         reported.append(record)
     predictions = dict(zip((r.key for r in reported), predict_transcript(calls), strict=True))
@@ -556,6 +577,17 @@ def _analyse_transcript(
             label = "unexplained" if prediction.rule == "carried" else prediction.rule
             if prediction.rule == "after-compaction":
                 label = "prefix-changed@messages"
+            elif prediction.rule == "system-changed":
+                label = "prefix-changed@system"
+        if credit is not None and read is not None:
+            # Without the bodies the wire's bound is what the log allows or what the provider did serve.
+            served = usage.cache_read or 0 if usage is not None else 0
+            # One warning per lineage and cause, counted, not one per request.
+            rule = prediction.rule if prediction is not None else "unknown"
+            place = f"{record.lineage}: {_TRANSCRIPT_PLACES.get(rule, rule)}"
+            excess = over_credit(record.key, place, credit.credited_tokens, max(read, served))
+            if excess is not None:
+                findings.append(_finding(excess))
         if prediction is not None and prediction.rule == "carried" and usage is not None and read is not None:
             miss = unexplained_miss(record.key, record.lineage, usage.cache_read, read, total or 0, True)
             if miss is not None:
@@ -600,10 +632,21 @@ def _analyse_transcript(
     return results
 
 
+_TRANSCRIPT_PLACES = {
+    "carried": "carried prefix",
+    "after-compaction": "after a compaction",
+    "system-changed": "after a system prompt rewrite",
+    "ttl-expired": "after the TTL expired",
+    "model-changed": "after a model switch",
+}
+
 _TRANSCRIPT_RULES = {
     "first-call": "the first call of its lineage: nothing is known about what was cached before",
     "carried": "read(N) = read(N-1) + write(N-1): the previous call's prefix, inside the TTL",
     "after-compaction": "a compaction lies between: only the static prefix (tools and system) survives",
+    "system-changed": (
+        "the system prompt or the tools were rewritten between: the history after them is written again"
+    ),
     "model-changed": "the model changed since the previous call: each model keeps its own cache",
     "ttl-expired": "more than the TTL passed since the previous call",
 }
@@ -667,13 +710,13 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
             .filter(type__in=CLIENT_RECORD_TYPES)
             .order_by("seq")
         ]
-        compactions = [
-            EventRecord(seq=e.seq, type=e.type, time=e.time, data={})
-            for e in Event.objects.filter(session=session, type__startswith="compaction/").only(
-                "seq", "type", "time"
-            )
+        boundaries = [
+            EventRecord(seq=e.seq, type=e.type, time=e.time, data=e.data, surface_op=e.surface_op)
+            for e in Event.objects.filter(session=session)
+            .filter(Q(type__startswith="compaction/") | Q(type__in=("system/message", "request/header")))
+            .only("seq", "type", "time", "data", "surface_op")
         ]
-        result = analyse_records(records, events + compactions)
+        result = analyse_records(records, events + [e for e in boundaries if is_boundary(e)])
         result.findings[:0] = findings
         if not _store(session, rows, result, owner):
             return result  # a newer ingest re-queued the session: the next run writes
@@ -829,7 +872,7 @@ def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
                     keys.add(item.key)
                     records.append(item)
             elif isinstance(item, EventRecord):
-                if item.type in CLIENT_RECORD_TYPES or item.type.startswith("compaction/"):
+                if item.type in CLIENT_RECORD_TYPES or is_boundary(item):
                     events.append(item)
             else:
                 errors.append(item)

@@ -27,6 +27,8 @@ class TranscriptCall:
     lineage: str
     compaction_before: bool = False
     """A compaction boundary lies between the previous call of the lineage and this one."""
+    system_changed_before: bool = False
+    """The system prompt or the tool list was rewritten between the previous call and this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,11 @@ def predict_transcript(
         if call.compaction_before:
             static = static_prefix if static_prefix is not None else first_read.get(call.lineage, 0)
             out.append(TranscriptPrediction(static, "after-compaction"))
+            continue
+        if call.system_changed_before:
+            # The change sits in the static head; without the bodies nothing after the tools can be
+            # shown to survive, and the tools' share is unknown: 0 is the bound the log supports.
+            out.append(TranscriptPrediction(0, "system-changed"))
             continue
         if prev.model != call.model:
             out.append(TranscriptPrediction(0, "model-changed"))

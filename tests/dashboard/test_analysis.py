@@ -340,3 +340,56 @@ def test_ingest_queues_the_analysis_when_it_commits(
         session = ingest_captures(tmp_path, conversation())
     assert SessionAnalysis.objects.get(session=session).status == "done"
     assert RequestAnalysis.objects.filter(session=session).count() == 3
+
+
+@pytest.mark.django_db
+def test_a_system_prompt_rewrite_between_two_calls_predicts_no_carried_read() -> None:
+    source = Source.objects.create(name="laptop")
+    session = Session.objects.create(source=source, external_id="dsh-rewrite", format="dsh")
+    usage_row(session, 0, START, 0, 12_000)
+    Event.objects.create(
+        session=session,
+        seq=0,
+        type="system/message",
+        time=START + timedelta(seconds=30),
+        surface_op={"op": "replace", "start": 0, "end": 0},
+        data={"message": {"role": "system", "content": "v2"}},
+    )
+    usage_row(session, 1, START + timedelta(minutes=1), 0, 12_400)
+    session_analyse(session_id=session.pk)
+
+    second = RequestAnalysis.objects.get(session=session, request__ordinal=1)
+    assert (second.predicted_read, second.data["rule"]) == (0, "system-changed")
+    assert not Warning.objects.filter(session=session, kind="unexplained-miss").exists()
+
+
+@pytest.mark.django_db
+def test_credits_beyond_what_a_transcript_allows_are_one_over_credit_warning_per_cause() -> None:
+    source = Source.objects.create(name="laptop")
+    session = Session.objects.create(source=source, external_id="dsh-naive", format="dsh")
+    seq = 0
+    for turn in range(3):
+        at = START + timedelta(minutes=turn)
+        usage_row(session, turn, at, 0, 12_000)
+        Event.objects.create(
+            session=session,
+            seq=seq,
+            type="system/message",
+            time=at - timedelta(seconds=10),
+            surface_op={"op": "replace", "start": 0, "end": 0},
+            data={"message": {"role": "system", "content": "x"}},
+        )
+        Event.objects.create(
+            session=session,
+            seq=seq + 1,
+            type="cache/credit",
+            time=at,
+            data={"requestRef": f"req_{turn}", "creditedTokens": 11_000},
+        )
+        seq += 2
+    session_analyse(session_id=session.pk)
+
+    warning = Warning.objects.get(session=session, kind="over-credit")
+    assert warning.place == "main: after a system prompt rewrite"
+    assert warning.count == 2  # the first call has no prediction to bound it
+    assert "credited 11000 tokens, the wire allows 0" in warning.message
