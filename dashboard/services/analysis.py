@@ -579,13 +579,13 @@ def _analyse_transcript(
                 label = "prefix-changed@messages"
             elif prediction.rule == "system-changed":
                 label = "prefix-changed@system"
-        if credit is not None and read is not None:
+        if credit is not None and prediction is not None and prediction.rule != "first-call":
             # Without the bodies the wire's bound is what the log allows or what the provider did serve.
             served = usage.cache_read or 0 if usage is not None else 0
             # One warning per lineage and cause, counted, not one per request.
             rule = prediction.rule if prediction is not None else "unknown"
             place = f"{record.lineage}: {_TRANSCRIPT_PLACES.get(rule, rule)}"
-            excess = over_credit(record.key, place, credit.credited_tokens, max(read, served))
+            excess = over_credit(record.key, place, credit.credited_tokens, max(read or 0, served))
             if excess is not None:
                 findings.append(_finding(excess))
         if prediction is not None and prediction.rule == "carried" and usage is not None and read is not None:

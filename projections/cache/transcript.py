@@ -55,6 +55,7 @@ def predict_transcript(
     """
     previous: dict[str, TranscriptCall] = {}
     first_read: dict[str, int] = {}
+    tools_read: dict[str, int] = {}
     out: list[TranscriptPrediction] = []
     for call in calls:
         prev = previous.get(call.lineage)
@@ -68,9 +69,10 @@ def predict_transcript(
             out.append(TranscriptPrediction(static, "after-compaction"))
             continue
         if call.system_changed_before:
-            # The change sits in the static head; without the bodies nothing after the tools can be
-            # shown to survive, and the tools' share is unknown: 0 is the bound the log supports.
-            out.append(TranscriptPrediction(0, "system-changed"))
+            # Only the tools ahead of the system prompt survive. Their size is not in a body-less log,
+            # but the first rewrite's reported read measures it; until then it is unknown.
+            out.append(TranscriptPrediction(tools_read.get(call.lineage), "system-changed"))
+            tools_read.setdefault(call.lineage, call.usage.cache_read or 0)
             continue
         if prev.model != call.model:
             out.append(TranscriptPrediction(0, "model-changed"))

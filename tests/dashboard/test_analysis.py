@@ -359,7 +359,7 @@ def test_a_system_prompt_rewrite_between_two_calls_predicts_no_carried_read() ->
     session_analyse(session_id=session.pk)
 
     second = RequestAnalysis.objects.get(session=session, request__ordinal=1)
-    assert (second.predicted_read, second.data["rule"]) == (0, "system-changed")
+    assert (second.predicted_read, second.data["rule"]) == (None, "system-changed")
     assert not Warning.objects.filter(session=session, kind="unexplained-miss").exists()
 
 
@@ -391,5 +391,5 @@ def test_credits_beyond_what_a_transcript_allows_are_one_over_credit_warning_per
 
     warning = Warning.objects.get(session=session, kind="over-credit")
     assert warning.place == "main: after a system prompt rewrite"
-    assert warning.count == 2  # the first call has no prediction to bound it
+    assert warning.count == 2  # nothing bounds the first call of a lineage
     assert "credited 11000 tokens, the wire allows 0" in warning.message

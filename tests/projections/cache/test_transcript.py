@@ -113,3 +113,25 @@ def test_claude_code_transcripts_are_predicted_almost_always_exactly() -> None:
                 exact += p.exact(c.usage.cache_read)
     assert judged == 174
     assert exact / judged >= 0.97
+
+
+def test_after_a_system_rewrite_only_the_measured_tools_prefix_is_predicted() -> None:
+    def call(minute: int, read: int, write: int, rewrite: bool = False) -> TranscriptCall:
+        usage = Usage(10, read, write, 0, 5, "dsh")
+        return TranscriptCall(
+            T0 + timedelta(minutes=minute), "m", usage, "main", system_changed_before=rewrite
+        )
+
+    calls = [
+        call(0, 0, 9000),
+        call(1, 9000, 500),
+        call(2, 1200, 8400, rewrite=True),
+        call(3, 1200, 8800, rewrite=True),
+    ]
+    predictions = predict_transcript(calls)
+    assert [(p.read, p.rule) for p in predictions] == [
+        (None, "first-call"),
+        (9000, "carried"),
+        (None, "system-changed"),
+        (1200, "system-changed"),
+    ]
