@@ -6,13 +6,24 @@ from django.urls import include, path
 
 import dashboard.views.analysis as analysis_views
 from dashboard import api
-from dashboard.views import admin_pages, auth, ingest, overview, projections, requests, sessions, warnings
+from dashboard.views import (
+    admin_pages,
+    auth,
+    ingest,
+    overview,
+    projections,
+    requests,
+    session_export,
+    sessions,
+    warnings,
+)
 
 app_name = "dashboard"
 
 dashboard_patterns = [
     path("", overview.overview, name="overview"),
     path("sessions/", sessions.session_list, name="sessions"),
+    path("sessions/export.<str:fmt>", session_export.session_export, name="sessions_export"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session"),
     path("sessions/<int:session_id>/events/", sessions.session_events_hx, name="session_events"),
     path("sessions/<int:session_id>/analyse/", analysis_views.session_analyse, name="session_analyse"),

@@ -32,12 +32,17 @@ def percent(value: float | None) -> str:
     return f"{value * 100:.1f}%"
 
 
+POSITION_PARAMS = frozenset({"page", "after", "before"})
+
+
 @register.simple_tag(takes_context=True)
 def query(context: dict[str, Any], **changes: Any) -> str:
-    """The current query string with ``changes`` applied; a change to anything but the page resets it."""
+    """The current query string with ``changes`` applied; a change to anything but the position
+    (page number or keyset cursor) starts again from the first page."""
     params: QueryDict = context["request"].GET.copy()
-    if "page" not in changes:
-        params.pop("page", None)
+    if not POSITION_PARAMS & changes.keys():
+        for name in POSITION_PARAMS:
+            params.pop(name, None)
     for key, value in changes.items():
         if value is None or value == "":
             params.pop(key, None)

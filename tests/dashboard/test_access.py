@@ -82,13 +82,14 @@ def _price() -> int:
     ).pk
 
 
-ROW_FACTORIES: dict[str, Callable[[], int]] = {
+ROW_FACTORIES: dict[str, Callable[[], int | str]] = {
     "session_id": lambda: _session().pk,
     "request_id": _request,
     "job_id": lambda: models.IngestJob.objects.create(kind="upload").pk,
     "run_id": _fold_run,
     "token_id": lambda: token_create(source=_session().source, name="h", created_by=None)[0].pk,
     "price_id": _price,
+    "fmt": lambda: "csv",
 }
 
 

@@ -1,0 +1,220 @@
+"""The sessions list at fleet scale: filters parsed from the URL, any-column sort, keyset pages.
+
+The list page and its CSV and JSON exports share one parse of the query string, so what is
+exported is exactly what is shown. Pages are found by keyset (the sort value and id of the last
+row seen), so page 2,000 costs what page 1 costs, and a session ingested meanwhile never shifts
+rows between pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
+from django.http import QueryDict
+
+from dashboard.models import Session
+
+SESSION_SORTS: dict[str, str] = {
+    "activity": "last_activity",
+    "started": "started_at",
+    "source": "source__name",
+    "title": "title",
+    "events": "event_count",
+    "requests": "request_count",
+    "uncached": "uncached_input_tokens",
+    "read": "cache_read_tokens",
+    "write": "cache_write_tokens",
+    "output": "output_tokens",
+    "hit_rate": "hit_rate",
+    "warnings": "warning_count",
+}
+DEFAULT_SORT = "-activity"
+PAGE_SIZE = 50
+
+# Nullable sort columns sort their nulls as the lowest value, so a keyset can step over them.
+_NULL_AS: dict[str, Any] = {
+    "hit_rate": Value(-1.0),
+    "started_at": Value(datetime(1970, 1, 1, tzinfo=UTC)),
+    "last_activity": Value(datetime(1970, 1, 1, tzinfo=UTC)),
+}
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    """What the list is narrowed to; every field echoes back into the form."""
+
+    q: str = ""
+    source: str = ""
+    model: str = ""
+    started_from: date | None = None
+    started_to: date | None = None
+    warnings: bool = False
+    hit_min: float | None = None
+    hit_max: float | None = None
+    min_tokens: int | None = None
+    sort: str = DEFAULT_SORT
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_query(cls, params: QueryDict) -> SessionFilters:
+        """Parse the query string; a malformed value is dropped and named in ``errors``."""
+        errors: dict[str, str] = {}
+        sort = params.get("sort", DEFAULT_SORT)
+        if sort.lstrip("-") not in SESSION_SORTS:
+            sort = DEFAULT_SORT
+        return cls(
+            q=params.get("q", "").strip()[:200],
+            source=params.get("source", "").strip(),
+            model=params.get("model", "").strip(),
+            started_from=_parse(params, "from", date.fromisoformat, errors, "a date like 2026-01-31"),
+            started_to=_parse(params, "to", date.fromisoformat, errors, "a date like 2026-01-31"),
+            warnings=params.get("warnings", "") in {"1", "on", "true"},
+            hit_min=_parse(params, "hit_min", _percent, errors, "a percentage from 0 to 100"),
+            hit_max=_parse(params, "hit_max", _percent, errors, "a percentage from 0 to 100"),
+            min_tokens=_parse(params, "min_tokens", _count, errors, "a whole number of tokens"),
+            sort=sort,
+            errors=errors,
+        )
+
+    def apply(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        """``sessions`` narrowed to these filters (sorting is the page's business)."""
+        if self.source:
+            sessions = sessions.filter(source__name=self.source)
+        if self.model:
+            sessions = sessions.filter(models_used__contains=self.model)
+        if self.started_from:
+            sessions = sessions.filter(started_at__gte=_start_of(self.started_from))
+        if self.started_to:
+            sessions = sessions.filter(started_at__lt=_start_of(self.started_to, days=1))
+        if self.warnings:
+            sessions = sessions.filter(warning_count__gt=0)
+        if self.hit_min is not None:
+            sessions = sessions.filter(hit_rate__gte=self.hit_min / 100)
+        if self.hit_max is not None:
+            sessions = sessions.filter(hit_rate__lte=self.hit_max / 100)
+        if self.min_tokens is not None:
+            prompt = F("uncached_input_tokens") + F("cache_read_tokens") + F("cache_write_tokens")
+            sessions = sessions.alias(prompt_tokens=prompt).filter(prompt_tokens__gte=self.min_tokens)
+        return sessions.search(self.q)
+
+    @property
+    def sort_field(self) -> str:
+        return SESSION_SORTS[self.sort.lstrip("-")]
+
+    @property
+    def descending(self) -> bool:
+        return self.sort.startswith("-")
+
+    def ordered(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        """``sessions`` filtered and sorted with the id as tie-breaker, as the pages and exports see them."""
+        sessions = self.apply(sessions).annotate(sort_key=_sort_expression(self.sort_field))
+        if self.descending:
+            return sessions.order_by("-sort_key", "-id")
+        return sessions.order_by("sort_key", "id")
+
+
+@dataclass(frozen=True)
+class KeysetPage:
+    rows: list[Session]
+    total: int
+    next_cursor: str
+    previous_cursor: str
+
+
+def keyset_page(filters: SessionFilters, sessions: QuerySet[Session], params: QueryDict) -> KeysetPage:
+    """One page of ``sessions`` after the ``after`` cursor, or before the ``before`` one."""
+    ordered = filters.ordered(sessions)
+    total = filters.apply(sessions).count()
+    after, before = _decode(params.get("after", "")), _decode(params.get("before", ""))
+    if before is not None:
+        # Walk backwards from the cursor, then put the rows back in display order.
+        backwards = ordered.filter(_beyond(before, not filters.descending)).reverse()
+        rows = list(backwards[: PAGE_SIZE + 1])
+        more_before = len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE][::-1]
+        more_after = True
+    else:
+        if after is not None:
+            ordered = ordered.filter(_beyond(after, filters.descending))
+        rows = list(ordered[: PAGE_SIZE + 1])
+        more_after = len(rows) > PAGE_SIZE
+        rows = rows[:PAGE_SIZE]
+        more_before = after is not None
+    return KeysetPage(
+        rows=rows,
+        total=total,
+        next_cursor=_encode(rows[-1]) if rows and more_after else "",
+        previous_cursor=_encode(rows[0]) if rows and more_before else "",
+    )
+
+
+def _sort_expression(field_name: str) -> Any:
+    if field_name in _NULL_AS:
+        return Coalesce(F(field_name), _NULL_AS[field_name])
+    return F(field_name)
+
+
+def _beyond(cursor: tuple[Any, int], descending: bool) -> Q:
+    """Rows that come after ``cursor`` in the given direction of the (sort key, id) order."""
+    value, pk = cursor
+    if descending:
+        return Q(sort_key__lt=value) | Q(sort_key=value, id__lt=pk)
+    return Q(sort_key__gt=value) | Q(sort_key=value, id__gt=pk)
+
+
+def _encode(session: Session) -> str:
+    value = session.sort_key  # type: ignore[attr-defined]
+    kind = "t" if isinstance(value, datetime) else "v"
+    payload = [kind, value.isoformat() if isinstance(value, datetime) else value, session.pk]
+    return base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[Any, int] | None:
+    """A cursor back into (sort value, id); a mangled one means "from the start"."""
+    if not cursor:
+        return None
+    try:
+        kind, value, pk = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if kind == "t":
+            value = datetime.fromisoformat(value)
+        if not isinstance(pk, int) or isinstance(value, dict | list):
+            return None
+    except (ValueError, TypeError, binascii.Error):
+        return None
+    return value, pk
+
+
+def _parse(params: QueryDict, name: str, convert: Any, errors: dict[str, str], expected: str) -> Any:
+    raw = params.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return convert(raw)
+    except ValueError:
+        errors[name] = f"{raw!r} is not {expected}"
+        return None
+
+
+def _percent(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value <= 100:
+        raise ValueError(raw)
+    return value
+
+
+def _count(raw: str) -> int:
+    value = int(raw.replace(",", "").replace("_", ""))
+    if value < 0:
+        raise ValueError(raw)
+    return value
+
+
+def _start_of(day: date, *, days: int = 0) -> datetime:
+    return datetime.combine(day + timedelta(days=days), time.min, tzinfo=UTC)
