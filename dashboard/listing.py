@@ -42,7 +42,6 @@ PAGE_SIZE = 50
 _NULL_AS: dict[str, Any] = {
     "hit_rate": Value(-1.0),
     "started_at": Value(datetime(1970, 1, 1, tzinfo=UTC)),
-    "last_activity": Value(datetime(1970, 1, 1, tzinfo=UTC)),
 }
 
 

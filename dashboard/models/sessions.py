@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 
 from dashboard.models.sources import Source
 
@@ -53,7 +54,8 @@ class Session(models.Model):
     hit_rate = models.FloatField(null=True, blank=True, help_text="Null when no provider usage was reported.")
     warning_count = models.PositiveIntegerField(default=0)
     models_used = models.CharField(max_length=500, blank=True, help_text="Comma-separated model names.")
-    last_activity = models.DateTimeField(null=True, blank=True)
+    # Never null, so the list's default order (newest activity first) can walk its index.
+    last_activity = models.DateTimeField(default=timezone.now)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SessionQuerySet.as_manager()

@@ -42,7 +42,10 @@ def session_refresh_summary(session: Session) -> None:
     session.models_used = ",".join(models)[:500]
     session.warning_count = session.warnings.count()
     instants = [t for t in (events["last"], usage["last_request"], session.ended_at) if t is not None]
-    session.last_activity = max(instants) if instants else session.started_at
+    if instants:
+        session.last_activity = max(instants)
+    elif session.started_at is not None:
+        session.last_activity = session.started_at
     if session.started_at is None:
         starts = [t for t in (events["first"], usage["first_request"]) if t is not None]
         session.started_at = min(starts) if starts else None
