@@ -143,7 +143,9 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # A task a worker took but never acknowledged (the worker died) goes back to the queue after this
 # many seconds, for the next worker to run again (acks_late tasks are idempotent). It must exceed
 # the longest task, or a slow task would be handed to a second worker while the first still runs.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
+}
 
 # Ingestion limits, applied before anything is decompressed or parsed.
 CACHESCOPE_MAX_UPLOAD_BYTES = env_int("CACHESCOPE_MAX_UPLOAD_BYTES", 256 * 1024 * 1024, minimum=1)
