@@ -16,6 +16,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from dashboard.services.ingest import ingest_paths
+from projections.demo import DemoManifest, ManifestFile, write_demo_dataset
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -76,3 +79,27 @@ def screenshot(page: Any, request: pytest.FixtureRequest) -> Callable[[str], Non
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{step}.png"), full_page=True)
 
     return take
+
+
+@pytest.fixture(scope="session")
+def demo_dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DemoManifest]:
+    """The demo dataset written once per run; tests ingest only the files they need from it."""
+    root = tmp_path_factory.mktemp("demo")
+    return root, write_demo_dataset(root)
+
+
+@pytest.fixture
+def ingest_demo_file(
+    demo_dataset: tuple[Path, DemoManifest], transactional_db: None
+) -> Callable[[str, str], ManifestFile]:
+    """Ingest the first demo file of ``fmt`` whose expected sessions include ``scenario``."""
+
+    def ingest(fmt: str, scenario: str) -> ManifestFile:
+        root, manifest = demo_dataset
+        for file in manifest.files_of(fmt):
+            if any(scenario in session.scenarios for session in file.sessions):
+                ingest_paths(paths=[root / file.path], source_name=file.source)
+                return file
+        raise LookupError(f"the demo dataset has no {fmt} file with the scenario {scenario!r}")
+
+    return ingest
