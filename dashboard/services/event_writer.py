@@ -10,6 +10,7 @@ what the ORM reads back.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -34,6 +35,8 @@ class EventWriter:
         self.batch_size = batch_size
         self.rows: list[tuple[Any, ...]] = []
         self.written = 0
+        self.earliest: datetime | None = None
+        self.latest: datetime | None = None
         json_slot = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
         slots = ["%s", "%s", "%s", "%s", json_slot, json_slot, json_slot, "%s"]
         table = connection.ops.quote_name(Event._meta.db_table)
@@ -42,7 +45,19 @@ class EventWriter:
         self.sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join(slots)})"  # noqa: S608
         self.copy_sql = f"COPY {table} ({columns}) FROM STDIN"
 
+    @property
+    def time_range(self) -> tuple[datetime, datetime] | None:
+        """The earliest and latest time among the events written, when any had one."""
+        if self.earliest is None or self.latest is None:
+            return None
+        return self.earliest, self.latest
+
     def add(self, event: EventRecord) -> None:
+        if event.time is not None:
+            if self.earliest is None or event.time < self.earliest:
+                self.earliest = event.time
+            if self.latest is None or event.time > self.latest:
+                self.latest = event.time
         seqs = list(event.source_event_seqs) if event.source_event_seqs is not None else None
         self.rows.append(
             (

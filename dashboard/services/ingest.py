@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
@@ -180,30 +181,22 @@ def _write_session(
         for name, value in _session_fields(imported).items():
             if value and not getattr(session, name):
                 setattr(session, name, value)
-    stored_types = dict(Event.objects.filter(session=session).values_list("seq", "type"))
+    # Events are append-only: a seq at or below the stored maximum is most likely a repeat, and is
+    # checked against the stored row in batches rather than by loading the whole log's seqs.
+    last_seq = Event.objects.filter(session=session).aggregate(last=Max("seq"))["last"]
+    events = EventWriter(session.pk, batch_size=BATCH_SIZE)
+    repeats = RepeatedEvents(session, imported.path, events, summary)
     stored_keys = set(Request.objects.filter(session=session).values_list("key", flat=True))
     next_ordinal = len(stored_keys)
-    events = EventWriter(session.pk, batch_size=BATCH_SIZE)
     requests: list[Request] = []
     added_requests = 0
 
     for item in imported.items:
         if isinstance(item, EventRecord):
-            if item.seq in stored_types:
-                if stored_types[item.seq] != item.type:
-                    summary.errors.append(
-                        LineError(
-                            imported.path,
-                            item.line,
-                            "seq",
-                            f"seq {item.seq} is stored as {stored_types[item.seq]!r} but the file has "
-                            f"{item.type!r} here; the stored log is kept",
-                        )
-                    )
-                summary.duplicates += 1
-                continue
-            stored_types[item.seq] = item.type
-            events.add(item)
+            if last_seq is not None and item.seq <= last_seq:
+                repeats.add(item)
+            else:
+                events.add(item)
         elif isinstance(item, RequestRecord):
             if item.key in stored_keys:
                 summary.duplicates += 1
@@ -218,6 +211,7 @@ def _write_session(
             summary.errors.append(item)
 
     blocks.flush()
+    repeats.resolve()
     added_events = events.flush()
     added_requests += _flush_requests(requests)
     if created or added_events:
@@ -227,7 +221,7 @@ def _write_session(
     session.crash_tail = imported.crash_tail or session.crash_tail
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at
-    session_refresh_summary(session)
+    session_refresh_summary(session, events_added=added_events, event_times=events.time_range)
 
     summary.events_added += added_events
     summary.requests_added += added_requests
@@ -238,6 +232,49 @@ def _write_session(
     else:
         summary.sessions_unchanged += 1
     return session
+
+
+class RepeatedEvents:
+    """Events of an import whose seq is already within the stored log.
+
+    Each is checked against the stored row: the same type is a duplicate and skipped; another
+    type is reported and the stored log kept; a seq the log lacks (a hole left by a bad line
+    earlier) is written now.
+    """
+
+    def __init__(self, session: Session, path: str, writer: EventWriter, summary: IngestSummary) -> None:
+        self.session = session
+        self.path = path
+        self.writer = writer
+        self.summary = summary
+        self.pending: dict[int, EventRecord] = {}
+
+    def add(self, event: EventRecord) -> None:
+        if event.seq in self.pending:
+            self.summary.duplicates += 1
+            return
+        self.pending[event.seq] = event
+        if len(self.pending) >= BATCH_SIZE:
+            self.resolve()
+
+    def resolve(self) -> None:
+        if not self.pending:
+            return
+        stored = dict(
+            Event.objects.filter(session=self.session, seq__in=list(self.pending)).values_list("seq", "type")
+        )
+        for seq, event in self.pending.items():
+            if seq not in stored:
+                self.writer.add(event)
+                continue
+            self.summary.duplicates += 1
+            if stored[seq] != event.type:
+                reason = (
+                    f"seq {seq} is stored as {stored[seq]!r} but the file has {event.type!r} here; "
+                    "the stored log is kept"
+                )
+                self.summary.errors.append(LineError(self.path, event.line, "seq", reason))
+        self.pending.clear()
 
 
 def _session_fields(imported: SessionImport) -> dict[str, object]:

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import Count, Max, Min, Sum
 
 from dashboard.models import Event, Request, Session
 
 
-def session_refresh_summary(session: Session) -> None:
-    """Recompute the list-page columns of ``session`` from its events, requests and warnings."""
+def session_refresh_summary(
+    session: Session,
+    *,
+    events_added: int | None = None,
+    event_times: tuple[datetime, datetime] | None = None,
+) -> None:
+    """Recompute the list-page columns of ``session`` from its requests and warnings.
+
+    Events are append-only, so an ingest that knows how many it added (and their time range) has
+    the event figures updated in place; without that, they are counted from the stored log.
+    """
     usage = Request.objects.filter(session=session).aggregate(
         requests=Count("id"),
         uncached=Sum("uncached_input_tokens"),
@@ -19,9 +30,14 @@ def session_refresh_summary(session: Session) -> None:
         first_request=Min("started_at"),
         last_request=Max("started_at"),
     )
-    events = Event.objects.filter(session=session).aggregate(
-        count=Count("id"), first=Min("time"), last=Max("time")
-    )
+    had_events = session.event_count > 0
+    if events_added is None:
+        events = Event.objects.filter(session=session).aggregate(
+            count=Count("id"), first=Min("time"), last=Max("time")
+        )
+    else:
+        first, last = event_times if event_times is not None else (None, None)
+        events = {"count": session.event_count + events_added, "first": first, "last": last}
     models = (
         Request.objects.filter(session=session)
         .exclude(model="")
@@ -42,6 +58,8 @@ def session_refresh_summary(session: Session) -> None:
     session.models_used = ",".join(models)[:500]
     session.warning_count = session.warnings.count()
     instants = [t for t in (events["last"], usage["last_request"], session.ended_at) if t is not None]
+    if events_added is not None and had_events:
+        instants.append(session.last_activity)  # an update keeps the activity it already had
     if instants:
         session.last_activity = max(instants)
     elif session.started_at is not None:

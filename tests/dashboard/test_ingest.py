@@ -69,3 +69,36 @@ def test_a_missing_path_is_an_error_and_the_other_paths_go_on(tmp_path: Path, ds
     summary = ingest_paths(paths=[tmp_path / "nope.jsonl", dsh_log], source_name="laptop")
     assert summary.sessions_added == 1
     assert summary.errors[0].reason == "no such file or folder"
+
+
+def test_a_later_copy_fills_a_hole_left_in_the_stored_log(tmp_path: Path) -> None:
+    path = tmp_path / "holey" / "session.jsonl"
+    lines = dsh_lines("holey", turns=2)
+    bad = [json.dumps(line) for line in lines]
+    bad[3] = bad[3][:20]  # seq 2 is lost to a truncated line; the log goes on
+    path.parent.mkdir()
+    path.write_text("\n".join(bad) + "\n")
+    ingest_paths(paths=[path], source_name="laptop")
+    assert list(Event.objects.order_by("seq").values_list("seq", flat=True)) == [0, 1, 3, 4]
+
+    write_jsonl(path, lines)
+    summary = ingest_paths(paths=[path], source_name="laptop")
+    # Four events and the reply at seq 4 (a request) were stored; the lost reply at seq 2 comes in now.
+    assert (summary.events_added, summary.requests_added, summary.duplicates) == (1, 1, 5)
+    session = Session.objects.get(external_id="holey")
+    assert list(session.events.order_by("seq").values_list("seq", flat=True)) == [0, 1, 2, 3, 4]
+    assert session.event_count == 5
+
+
+def test_a_grown_log_moves_the_last_activity_to_its_newest_event(tmp_path: Path) -> None:
+    path = tmp_path / "grow" / "session.jsonl"
+    write_jsonl(path, dsh_lines("grow", turns=1))
+    ingest_paths(paths=[path], source_name="laptop")
+    first = Session.objects.get(external_id="grow").last_activity
+    write_jsonl(path, dsh_lines("grow", turns=3))
+    ingest_paths(paths=[path], source_name="laptop")
+    session = Session.objects.get(external_id="grow")
+    newest = session.events.order_by("-seq").first()
+    assert newest is not None
+    assert session.last_activity == newest.time
+    assert session.last_activity > first
