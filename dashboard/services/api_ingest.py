@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from kombu.exceptions import OperationalError as BrokerError
+from django.db import transaction
 
 from dashboard.models import Source
 from dashboard.services.blocks import BlockStore
@@ -41,7 +41,6 @@ READ_CHUNK = 64 * 1024
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 """A decompressed body larger than this is spooled to a temporary file, not kept in memory."""
 MAX_REPORTED_ERRORS = 1000
-BROKER_ERRORS: tuple[type[BaseException], ...] = (BrokerError, ConnectionError, TimeoutError)
 """What enqueueing raises when the broker is unreachable: the rows are committed by then."""
 LINEAGES: tuple[Lineage, ...] = ("main", "subagent", "side")
 
@@ -176,14 +175,14 @@ def api_ingest(*, body: IO[bytes], source: Source) -> ApiIngestResult:
     pending, errors = _read_body(body, f"api/{source.name}")
     summary = IngestSummary()
     blocks = BlockStore()
-    analysis_pending = False
-    for session in pending:
-        session.imported.items = iter(session.items)
-        try:
+    # One commit for the whole batch: each session is still its own savepoint, so a bad one is
+    # rolled back alone, but the batch pays for one durable flush instead of one a session.
+    with transaction.atomic():
+        for session in pending:
+            session.imported.items = iter(session.items)
             ingest_session(session.imported, source=source, summary=summary, blocks=blocks)
-        except BROKER_ERRORS:
-            analysis_pending = True
-    link_parents(source)
+        link_parents(source)
+    analysis_pending = bool(summary.followups_pending)
     return ApiIngestResult(
         summary=summary,
         errors=errors + summary.errors,

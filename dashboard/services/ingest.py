@@ -44,6 +44,8 @@ class IngestSummary:
     duplicates: int = 0
     errors: list[LineError] = field(default_factory=list)
     session_ids: list[int] = field(default_factory=list)
+    followups_pending: list[int] = field(default_factory=list)
+    """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
 
     @property
     def sessions(self) -> int:
@@ -164,7 +166,12 @@ def ingest_session(
     blocks.commit()
     summary.session_ids.append(session.pk)
     session_id = session.pk
-    transaction.on_commit(lambda: enqueue_session_followups(session_id))
+
+    def follow_up() -> None:
+        if not enqueue_session_followups(session_id):
+            summary.followups_pending.append(session_id)
+
+    transaction.on_commit(follow_up)
     return session
 
 

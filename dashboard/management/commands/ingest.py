@@ -60,5 +60,10 @@ class Command(BaseCommand):
             )
             if not summary.events_added and not summary.requests_added and summary.duplicates:
                 self.stdout.write("Nothing new: everything in these files was already stored.")
+            if summary.followups_pending:
+                self.stderr.write(
+                    f"{len(summary.followups_pending)} sessions are stored, but their folds and analyses "
+                    "could not be queued (the broker did not answer): ingest again once it is back."
+                )
         if summary.errors and not summary.sessions:
             raise CommandError(f"no session could be read; {len(summary.errors)} errors")
