@@ -12,15 +12,14 @@ States are immutable values (named tuples, and an :class:`AppendVector` for vers
 so a state kept in a row cannot be changed by a later ``apply``. Plain appends build one small tuple
 and share everything else, which keeps a fold allocation-light.
 
-Version 0 logs have no ``system/message`` events: the system prompt travels in the
-``request/header`` event's ``header.system``. Both versions treat such a header as setting the price
-of the session's header system prompt, counted on the surface and shown as ``systemTokens`` when no
-retained ``system/message`` has a positive price. A header without ``system`` leaves it unchanged.
+Version 0 logs have no ``system/message`` events: their system prompt travels in the
+``request/header`` event, which is not a surface node. The view counts the surface only, as the
+harness does, so a version 0 log shows 0 system tokens (``contextPressure`` still counts the header
+prompt, to compare its surface with the provider's total).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -36,7 +35,7 @@ from projections.events import (
     replaced_seqs,
     surface_op,
 )
-from projections.prices import content_price, event_price
+from projections.prices import event_price
 from projections.projection import Projection
 from projections.records import JSON, EventRecord
 from projections.surface import resolve_range
@@ -57,19 +56,8 @@ class Breakdown:
         return {"systemTokens": self.system_tokens, "messageTokens": self.message_tokens}
 
 
-def header_system_price(event: EventRecord) -> int | None:
-    """The price of the system prompt a version 0 ``request/header`` carries, or ``None`` without one."""
-    header = event.data.get("header")
-    if not isinstance(header, Mapping) or header.get("system") is None:
-        return None
-    # The harness prices a header system prompt as a system message of that content.
-    return content_price(header["system"]) + 4
-
-
-def _breakdown(surface_total: int, system: int, header_system: int) -> Breakdown:
-    if system <= 0:
-        system = header_system
-    return Breakdown(max(0, system), max(0, surface_total + header_system - system))
+def _breakdown(surface_total: int, system: int) -> Breakdown:
+    return Breakdown(max(0, system), max(0, surface_total - system))
 
 
 # --- version 5 --------------------------------------------------------------------------------------
@@ -91,7 +79,6 @@ class BreakdownV5State(NamedTuple):
     system: int
     """Price of the last retained system prompt with a positive price; 0 when there is none."""
     claim: Claim | None
-    header_system: int
 
 
 def _last_system_price(entries: AppendVector[Entry]) -> int:
@@ -110,7 +97,7 @@ class ContextBreakdownV5(Projection[BreakdownV5State, Breakdown]):
 
     def init(self) -> BreakdownV5State:
         """An empty surface."""
-        return BreakdownV5State(AppendVector(), 0, 0, None, 0)
+        return BreakdownV5State(AppendVector(), 0, 0, None)
 
     def apply(self, state: BreakdownV5State, event: EventRecord) -> BreakdownV5State:
         """Append or replace entries; arm, consume or expire the claim."""
@@ -122,7 +109,7 @@ class ContextBreakdownV5(Projection[BreakdownV5State, Breakdown]):
         if op == APPEND:
             system = price if is_system and price > 0 else state.system
             entries = state.entries.append(Entry(event.seq, price, is_system))
-            return BreakdownV5State(entries, state.total + price, system, None, state.header_system)
+            return BreakdownV5State(entries, state.total + price, system, None)
         assert isinstance(op, Replace)
         if state.claim is not None:
             check_claim(event, state.claim, op)
@@ -130,20 +117,16 @@ class ContextBreakdownV5(Projection[BreakdownV5State, Breakdown]):
         removed = sum(entry.tokens for entry in state.entries[start : end + 1])
         entries = state.entries.splice(start, end, (Entry(event.seq, price, is_system),))
         total = state.total - removed + price
-        return BreakdownV5State(entries, total, _last_system_price(entries), None, state.header_system)
+        return BreakdownV5State(entries, total, _last_system_price(entries), None)
 
     def _apply_off_surface(self, state: BreakdownV5State, event: EventRecord) -> BreakdownV5State:
         if event.type in METERING_TYPES:
             return state._replace(claim=claim_of(event))
-        if event.type == "request/header":
-            header_system = header_system_price(event)
-            if header_system is not None:
-                return state._replace(header_system=header_system, claim=None)
         return state if state.claim is None else state._replace(claim=None)
 
     def view(self, state: BreakdownV5State) -> Breakdown:
         """``{systemTokens, messageTokens}``, floored at zero."""
-        return _breakdown(state.total, state.system, state.header_system)
+        return _breakdown(state.total, state.system)
 
     def view_json(self, view: Breakdown) -> JSON:
         """``{systemTokens, messageTokens}``."""
@@ -154,7 +137,6 @@ class ContextBreakdownV5(Projection[BreakdownV5State, Breakdown]):
         return {
             "entries": [[entry.seq, entry.tokens, int(entry.system)] for entry in state.entries],
             "claim": None if state.claim is None else state.claim.to_json(),
-            "headerSystem": state.header_system,
         }
 
     def deserialize(self, value: JSON) -> BreakdownV5State:
@@ -162,7 +144,7 @@ class ContextBreakdownV5(Projection[BreakdownV5State, Breakdown]):
         entries = AppendVector(Entry(seq, tokens, bool(system)) for seq, tokens, system in value["entries"])
         claim = None if value["claim"] is None else Claim.from_json(value["claim"])
         total = sum(entry.tokens for entry in entries)
-        return BreakdownV5State(entries, total, _last_system_price(entries), claim, value["headerSystem"])
+        return BreakdownV5State(entries, total, _last_system_price(entries), claim)
 
 
 # --- version 6 --------------------------------------------------------------------------------------
@@ -181,7 +163,6 @@ class BreakdownV6State(NamedTuple):
     total: int
     systems: tuple[SystemPrompt, ...]
     claim: Claim | None
-    header_system: int
 
 
 class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
@@ -192,7 +173,7 @@ class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
 
     def init(self) -> BreakdownV6State:
         """An empty surface."""
-        return BreakdownV6State(0, (), None, 0)
+        return BreakdownV6State(0, (), None)
 
     def apply(self, state: BreakdownV6State, event: EventRecord) -> BreakdownV6State:
         """Add, meter or rewrite prices; arm, consume or expire the claim."""
@@ -204,7 +185,7 @@ class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
             systems = state.systems
             if event.type == SYSTEM_TYPE:
                 systems = (*systems, SystemPrompt(event.seq, price))
-            return BreakdownV6State(state.total + price, systems, None, state.header_system)
+            return BreakdownV6State(state.total + price, systems, None)
         assert isinstance(op, Replace)
         if state.claim is not None:
             return self._metered(state, event, op, state.claim, price)
@@ -222,7 +203,7 @@ class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
             )
         shadowed = frozenset(claim.shadowed)
         systems = tuple(prompt for prompt in state.systems if prompt.seq not in shadowed)
-        return BreakdownV6State(state.total - claim.tokens + price, systems, None, state.header_system)
+        return BreakdownV6State(state.total - claim.tokens + price, systems, None)
 
     def _unmetered(
         self, state: BreakdownV6State, event: EventRecord, op: Replace, price: int
@@ -236,7 +217,7 @@ class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
                 kept = (SystemPrompt(event.seq, price),) if event.type == SYSTEM_TYPE else ()
                 systems = (*state.systems[:position], *kept, *state.systems[position + 1 :])
                 total = state.total - prompt.tokens + price
-                return BreakdownV6State(total, systems, None, state.header_system)
+                return BreakdownV6State(total, systems, None)
         if event.type == SYSTEM_TYPE:
             raise fold_error(
                 event,
@@ -245,15 +226,11 @@ class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
                 "system/message: the compact state cannot order it among the retained prompts",
             )
         # Without a meter the shadowed price is unknown: fold at zero delta, as contextPressure does.
-        return BreakdownV6State(state.total, state.systems, None, state.header_system)
+        return BreakdownV6State(state.total, state.systems, None)
 
     def _apply_off_surface(self, state: BreakdownV6State, event: EventRecord) -> BreakdownV6State:
         if event.type in METERING_TYPES:
             return state._replace(claim=claim_of(event))
-        if event.type == "request/header":
-            header_system = header_system_price(event)
-            if header_system is not None:
-                return state._replace(header_system=header_system, claim=None)
         return state if state.claim is None else state._replace(claim=None)
 
     def view(self, state: BreakdownV6State) -> Breakdown:
@@ -263,23 +240,22 @@ class ContextBreakdownV6(Projection[BreakdownV6State, Breakdown]):
             if prompt.tokens > 0:
                 system = prompt.tokens
                 break
-        return _breakdown(state.total, system, state.header_system)
+        return _breakdown(state.total, system)
 
     def view_json(self, view: Breakdown) -> JSON:
         """``{systemTokens, messageTokens}``."""
         return view.to_json()
 
     def serialize(self, state: BreakdownV6State) -> JSON:
-        """The total, the prompts as ``[seq, tokens]``, the claim and the header prompt's price."""
+        """The total, the prompts as ``[seq, tokens]`` and the claim."""
         return {
             "total": state.total,
             "systems": [[prompt.seq, prompt.tokens] for prompt in state.systems],
             "claim": None if state.claim is None else state.claim.to_json(),
-            "headerSystem": state.header_system,
         }
 
     def deserialize(self, value: JSON) -> BreakdownV6State:
         """The state :meth:`serialize` wrote."""
         systems = tuple(SystemPrompt(seq, tokens) for seq, tokens in value["systems"])
         claim = None if value["claim"] is None else Claim.from_json(value["claim"])
-        return BreakdownV6State(value["total"], systems, claim, value["headerSystem"])
+        return BreakdownV6State(value["total"], systems, claim)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from projections.breakdown import header_system_price
 from projections.events import (
     APPEND,
     METERING_TYPES,
@@ -31,7 +30,7 @@ from projections.events import (
     surface_op,
     usage_of,
 )
-from projections.prices import event_price
+from projections.prices import event_price, header_system_price
 from projections.projection import Projection
 from projections.records import JSON, EventRecord
 

@@ -200,3 +200,14 @@ def _js_number(x: float) -> str:
     mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
     e = n - 1
     return f"{sign}{mantissa}e{'+' if e > 0 else '-'}{abs(e)}"
+
+
+def header_system_price(event: EventRecord) -> int | None:
+    """The price of the system prompt a version 0 ``request/header`` carries, or ``None`` without one.
+
+    The harness prices a header system prompt as a system message of that content.
+    """
+    header = event.data.get("header")
+    if not isinstance(header, Mapping) or header.get("system") is None:
+        return None
+    return content_price(header["system"]) + 4

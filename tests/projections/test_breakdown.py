@@ -15,7 +15,7 @@ from projections.breakdown import (
 )
 from projections.events import Claim, FoldError
 from projections.fold import fold, fold_views, resume, state_size_bytes, to_row
-from projections.prices import event_price, message_price
+from projections.prices import event_price
 from projections.projection import Projection
 from projections.synthetic import LogBuilder
 
@@ -286,26 +286,18 @@ def test_views_are_floored_at_zero(projection: Projection[Any, Breakdown]) -> No
 
 def test_v6_system_tokens_skip_prompts_with_no_price() -> None:
     systems = (SystemPrompt(0, 30), SystemPrompt(5, 0))
-    state = BreakdownV6State(total=50, systems=systems, claim=None, header_system=0)
+    state = BreakdownV6State(total=50, systems=systems, claim=None)
     assert V6.view(state) == Breakdown(30, 20)
 
 
 @BOTH
-def test_v0_header_system_prompt_sets_the_system_price(projection: Projection[Any, Breakdown]) -> None:
+def test_a_v0_header_system_prompt_is_off_the_surface_and_not_counted(
+    projection: Projection[Any, Breakdown],
+) -> None:
     log = LogBuilder()
     log.header(system="You are a v0 agent.")
     log.user("hi")
-    system = message_price({"role": "system", "content": "You are a v0 agent."})
-    assert view_of(projection, log) == Breakdown(system, price(log, 1))
-
-
-@BOTH
-def test_v0_header_without_system_keeps_the_previous_price(projection: Projection[Any, Breakdown]) -> None:
-    log = LogBuilder()
-    log.header(system="You are a v0 agent.")
-    log.header()
-    system = message_price({"role": "system", "content": "You are a v0 agent."})
-    assert view_of(projection, log) == Breakdown(system, 0)
+    assert view_of(projection, log) == Breakdown(0, price(log, 1))
 
 
 def test_breakdown_serializes_to_camel_case_json() -> None:

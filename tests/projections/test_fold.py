@@ -119,4 +119,4 @@ def test_a_row_value_is_plain_json() -> None:
 
 def test_state_size_is_the_length_of_the_compact_json() -> None:
     state = V6.init()
-    assert state_size_bytes(V6, state) == len('{"total":0,"systems":[],"claim":null,"headerSystem":0}')
+    assert state_size_bytes(V6, state) == len('{"total":0,"systems":[],"claim":null}')

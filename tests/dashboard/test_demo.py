@@ -1,0 +1,71 @@
+"""The demo dataset, ingested whole, against the manifest its generator wrote."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from dashboard.models import ProjectionRow, Session
+from dashboard.services.ingest import ingest_paths
+from projections.demo import DemoManifest, write_demo_dataset
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> DemoManifest:
+    manifest = write_demo_dataset(tmp_path)
+    for source in manifest.sources:
+        with django_capture_on_commit_callbacks(execute=True):  # folds and analyses run on commit
+            summary = ingest_paths(paths=[tmp_path / source], source_name=source)
+        assert summary.errors == [], summary.errors
+    return manifest
+
+
+def test_every_demo_session_lands_with_the_figures_its_manifest_states(demo: DemoManifest) -> None:
+    assert len(demo.sessions) >= 30
+    assert len(demo.sources) == 3
+    for expected in demo.sessions:
+        session = Session.objects.get(external_id=expected.external_id)
+        assert session.request_count == expected.requests, expected.external_id
+        usage = expected.usage
+        assert session.uncached_input_tokens == (usage.uncached_input or 0), expected.external_id
+        assert session.cache_read_tokens == (usage.cache_read or 0), expected.external_id
+        assert session.cache_write_tokens == (usage.cache_write or 0), expected.external_id
+        assert session.output_tokens == (usage.output or 0), expected.external_id
+        if expected.events is not None:
+            assert session.event_count == expected.events, expected.external_id
+        if expected.parent_external_id:
+            assert session.parent is not None, expected.external_id
+            assert session.parent.external_id == expected.parent_external_id
+
+
+def test_the_demo_breakdown_rows_match_the_final_surface_of_each_dsh_log(demo: DemoManifest) -> None:
+    dsh = [s for s in demo.sessions if s.surface]
+    assert dsh
+    for expected in dsh:
+        row = ProjectionRow.objects.get(session__external_id=expected.external_id, key="contextBreakdown")
+        assert row.view == {
+            "systemTokens": expected.surface["systemTokens"],
+            "messageTokens": expected.surface["messageTokens"],
+        }, expected.external_id
+
+
+def test_the_demo_command_sets_up_a_login_and_ingests_once(settings: object) -> None:
+    out = StringIO()
+    call_command("demo", "--no-serve", stdout=out)
+    first = Session.objects.count()
+    assert first >= 30
+    assert "log in as demo / " in out.getvalue()
+    password = out.getvalue().split("log in as demo / ")[1].split()[0]
+    assert get_user_model().objects.get(username="demo").check_password(password)
+
+    again = StringIO()
+    call_command("demo", "--no-serve", stdout=again)
+    assert Session.objects.count() == first
+    assert ", 0 events and 0 requests added" in again.getvalue()
