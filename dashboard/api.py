@@ -14,9 +14,11 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.services.api_ingest import BodyRejected, api_ingest, body_read
+from dashboard.services.followups import broker_reachable
 from dashboard.services.tokens import token_authenticate
 
 REALM = 'Bearer realm="cachescope"'
+BROKER_RETRY_AFTER_SECONDS = 30
 
 
 def _error(status: int, message: str) -> JsonResponse:
@@ -57,6 +59,11 @@ def ingest(request: HttpRequest) -> JsonResponse:
     if request.method != "POST":
         response = _error(405, "use POST with an NDJSON body")
         response["Allow"] = "POST"
+        return response
+    if not broker_reachable():
+        # Refuse before reading: nothing is stored, and the client sends the batch again later.
+        response = _error(503, "the task broker is unreachable; nothing was stored: send this batch again")
+        response["Retry-After"] = str(BROKER_RETRY_AFTER_SECONDS)
         return response
     try:
         body = body_read(

@@ -32,3 +32,17 @@ def enqueue_session_followups(session_id: int) -> bool:
         except BROKER_ERRORS:
             delivered = False
     return delivered
+
+
+def broker_reachable(*, timeout: float = 2.0) -> bool:
+    """Whether the task broker answers now; always true where tasks run in-process."""
+    from dashboard.celery import app
+
+    if app.conf.task_always_eager:
+        return True
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=timeout)
+    except (*BROKER_ERRORS, OSError):
+        return False
+    return True

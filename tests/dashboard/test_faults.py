@@ -173,7 +173,7 @@ def _point_at(app: Any, url: str) -> None:
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_the_api_with_the_broker_down_stores_whole_sessions_and_requeues_analysis_when_it_returns(
+def test_the_api_with_the_broker_down_answers_503_stores_nothing_and_takes_the_batch_when_it_returns(
     tmp_path: Path,
 ) -> None:
     broker = broker_or_skip()
@@ -192,16 +192,10 @@ def test_the_api_with_the_broker_down_stores_whole_sessions_and_requeues_analysi
     _point_at(app, "redis://127.0.0.1:1/0")  # nothing listens on port 1: the broker is down
     try:
         down = _post(client, secret, _body(["api-1", "api-2"]))
-        assert down.status_code in (202, 503), down.content
-        answer = down.json()
-        stored = _stored_rows()
-        if down.status_code == 503:
-            assert stored["events"] == [], "a 503 must leave nothing stored"
-        else:
-            # Stored whole, session by session; only the analysis waits for the broker.
-            assert answer["analysis"] == "pending"
-            assert stored["sessions"] == ["api-1", "api-2"]
-            assert len(stored["events"]) == 2 * 5
+        assert down.status_code == 503, down.content
+        assert down["Retry-After"] == "30"
+        assert "nothing was stored" in down.json()["error"]
+        assert _stored_rows()["events"] == [], "a 503 must leave nothing stored"
         app.conf.broker_transport_options = options
         _point_at(app, broker)
         with worker_process(tmp_path / "worker.log", broker=broker):
