@@ -149,7 +149,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 
 # Ingestion limits, applied before anything is decompressed or parsed.
 CACHESCOPE_MAX_UPLOAD_BYTES = env_int("CACHESCOPE_MAX_UPLOAD_BYTES", 256 * 1024 * 1024, minimum=1)
-CACHESCOPE_MAX_LINE_BYTES = env_int("CACHESCOPE_MAX_LINE_BYTES", 64 * 1024 * 1024, minimum=1024)
 # The ingestion API refuses a body past this size, compressed as sent and again decompressed.
 CACHESCOPE_API_MAX_BYTES = env_int("CACHESCOPE_API_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024, minimum=1024)
