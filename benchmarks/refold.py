@@ -1,0 +1,335 @@
+"""Re-folding ``contextBreakdown`` from state version 5 to 6 over a reference-shaped corpus (DESIGN §5.1).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/cachescope python benchmarks/refold.py [BROKER_URL]
+
+Prints, in one run: identical and diverged sessions; retained state under each version; fold
+throughput per version; the time to list every session with its breakdown row loaded from the
+database and validated (deserialized and viewed), v5 rows against v6 rows; and the wall time of a
+re-fold job on 1 and on 2 Celery workers. ``DATABASE_URL`` names a PostgreSQL server: the figures
+are taken in a scratch database ``<name>_refold_bench`` created on it and dropped at the end. The
+broker (default ``redis://127.0.0.1:6379/14``) is purged of the refold queue first. Not part of the
+test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_BROKER = "redis://127.0.0.1:6379/14"
+LISTING_REPEATS = 5
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("broker", nargs="?", default=DEFAULT_BROKER, help="Celery broker URL.")
+    parser.add_argument("--sessions", type=int, default=836, help="Sessions in the corpus (reference: 836).")
+    args = parser.parse_args()
+    server = os.environ.get("DATABASE_URL", "")
+    if not server.startswith(("postgres://", "postgresql://")):
+        sys.exit("DATABASE_URL must name a PostgreSQL server (the worker figures need one)")
+    database_url = _scratch_database(server)
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["CELERY_BROKER_URL"] = args.broker
+    os.environ.setdefault("CACHESCOPE_DATA_DIR", tempfile.mkdtemp(prefix="cachescope-refold-bench-"))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    try:
+        _run(args.sessions, args.broker, database_url)
+    finally:
+        _drop_database(server, database_url)
+
+
+def _run(sessions: int, broker: str, database_url: str) -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from projections.demo import refold_corpus
+
+    started = time.perf_counter()
+    corpus = list(refold_corpus(sessions=sessions))
+    events = sum(len(log) for _, log in corpus)
+    print(
+        f"corpus: {len(corpus)} sessions, {events:,} events, built in {time.perf_counter() - started:.1f} s"
+    )
+
+    _engine_figures(corpus)
+    call_command("migrate", verbosity=0)
+    session_ids = _store(corpus)
+    _listing_figures(corpus, session_ids)
+    _worker_figures(session_ids, broker, database_url)
+
+
+# --- the engine alone --------------------------------------------------------------------------------
+
+
+def _engine_figures(corpus: list[tuple[str, list[Any]]]) -> None:
+    from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
+    from projections.fold import fold, fold_views, state_size_bytes
+
+    v5, v6 = ContextBreakdownV5(), ContextBreakdownV6()
+    identical = diverged = 0
+    sizes: dict[int, list[int]] = {5: [], 6: []}
+    for _, log in corpus:
+        same = True
+        old_state = new_state = None
+        for old, new in zip(fold_views(v5, log), fold_views(v6, log), strict=True):
+            same = same and old.view == new.view
+            old_state, new_state = old.state, new.state
+        identical += same
+        diverged += not same
+        sizes[5].append(state_size_bytes(v5, old_state if old_state is not None else v5.init()))
+        sizes[6].append(state_size_bytes(v6, new_state if new_state is not None else v6.init()))
+    print(f"compared after every event: {identical} identical, {diverged} diverged")
+    for version in (5, 6):
+        values = sizes[version]
+        print(
+            f"retained state v{version}: {_size(sum(values))} total, "
+            f"median {statistics.median(values):,.0f} B, max {max(values):,} B per session"
+        )
+    print("  (reference: 7.13 MB under v5, 110 KB under v6)")
+    events = sum(len(log) for _, log in corpus)
+    for projection in (v5, v6):
+        started = time.perf_counter()
+        for _, log in corpus:
+            fold(projection, log)
+        seconds = time.perf_counter() - started
+        print(
+            f"fold throughput v{projection.state_version}: {events / seconds:,.0f} events/s ({seconds:.2f} s)"
+        )
+
+
+# --- the database ------------------------------------------------------------------------------------
+
+
+def _store(corpus: list[tuple[str, list[Any]]]) -> dict[str, int]:
+    from dashboard.models import Event, ProjectionRow, Session, Source
+    from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
+    from projections.fold import fold, state_size_bytes, to_row
+
+    started = time.perf_counter()
+    source = Source.objects.create(name="refold-bench")
+    ids: dict[str, int] = {}
+    rows = []
+    for external_id, log in corpus:
+        session = Session.objects.create(source=source, external_id=external_id, format="dsh")
+        ids[external_id] = session.pk
+        Event.objects.bulk_create(
+            (
+                Event(
+                    session=session,
+                    seq=event.seq,
+                    type=event.type,
+                    time=event.time,
+                    data=dict(event.data),
+                    surface_op=event.surface_op,
+                    source_event_seqs=None
+                    if event.source_event_seqs is None
+                    else list(event.source_event_seqs),
+                    ignorable=event.ignorable,
+                )
+                for event in log
+            ),
+            batch_size=5000,
+        )
+        for projection in (ContextBreakdownV5(), ContextBreakdownV6()):
+            state = fold(projection, log)
+            row = to_row(projection, state, log[-1].seq)
+            rows.append(
+                ProjectionRow(
+                    session=session,
+                    key=row.key,
+                    ver=row.ver,
+                    seq=row.seq,
+                    val=row.val,
+                    view=projection.view_json(projection.view(state)),
+                    state_bytes=state_size_bytes(projection, state),
+                )
+            )
+    ProjectionRow.objects.bulk_create(rows, batch_size=500)
+    print(f"stored {len(ids)} sessions with v5 and v6 rows in {time.perf_counter() - started:.1f} s")
+    return ids
+
+
+def _listing_figures(corpus: list[tuple[str, list[Any]]], session_ids: dict[str, int]) -> None:
+    """List every session with its breakdown: load the row, rebuild the state from it, take the view."""
+    from django.db import connection
+
+    from dashboard.models import ProjectionRow
+    from projections.registry import get_projection
+
+    timings: dict[int, float] = {}
+    connection.ensure_connection()
+    for version in (5, 6):
+        projection = get_projection("contextBreakdown", version)
+        best = float("inf")
+        for _ in range(LISTING_REPEATS):
+            started = time.perf_counter()
+            rows = ProjectionRow.objects.filter(key="contextBreakdown", ver=version).order_by("-session_id")
+            listing = []
+            for external_id, title, val in rows.values_list("session__external_id", "session__title", "val"):
+                view = projection.view(projection.deserialize(val))
+                listing.append((external_id, title, view.system_tokens, view.message_tokens))
+            best = min(best, time.perf_counter() - started)
+        assert len(listing) == len(session_ids)
+        timings[version] = best
+        print(f"listing {len(listing)} sessions with validated v{version} rows: {best * 1000:.1f} ms")
+    print(f"  v6 listing is {timings[5] / timings[6]:.1f}x faster (target >= 15x; reference 75 ms -> 4.5 ms)")
+
+
+# --- re-fold jobs on Celery workers ------------------------------------------------------------------
+
+
+def _worker_figures(session_ids: dict[str, int], broker: str, database_url: str) -> None:
+    from kombu import Connection
+
+    from dashboard.celery import app
+    from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Warning
+    from dashboard.services.refold import fold_run_create, fold_run_report
+
+    with Connection(broker, connect_timeout=3) as conn:
+        conn.ensure_connection(max_retries=1)
+        # A queue that does not exist yet holds nothing to purge.
+        with contextlib.suppress(Exception):
+            conn.default_channel.queue_purge("refold")
+    v5_rows = list(ProjectionRow.objects.filter(key="contextBreakdown", ver=5))
+    for workers in (1, 2):
+        # Back to the state before a version bump: v5 rows only.
+        ProjectionRow.objects.filter(key="contextBreakdown").delete()
+        ProjectionRow.objects.bulk_create(_copies(v5_rows), batch_size=500)
+        Warning.objects.all().delete()
+        run = fold_run_create(key="contextBreakdown", from_version=5, to_version=6)
+        with _workers(workers, broker, database_url):
+            started = time.perf_counter()
+            with app.connection_for_write(broker) as conn:
+                app.send_task("dashboard.tasks.refold_run", args=[run.pk], connection=conn, queue="refold")
+            while not FoldRun.objects.get(pk=run.pk).is_finished:
+                time.sleep(0.1)
+            wall = time.perf_counter() - started
+        run.refresh_from_db()
+        report = fold_run_report(run=run)
+        print(
+            f"re-fold job on {workers} worker{'s' if workers > 1 else ''}: {wall:.1f} s wall "
+            f"({run.status}; {report.sessions} sessions, {report.events:,} events, "
+            f"{report.identical} identical, {report.diverged} diverged, {report.errored} errored; "
+            f"state {_size(report.from_bytes.total)} -> {_size(report.to_bytes.total)})"
+        )
+        assert FoldRunResult.objects.filter(run=run).count() == len(session_ids)
+
+
+def _copies(rows: list[Any]) -> list[Any]:
+    from dashboard.models import ProjectionRow
+
+    return [
+        ProjectionRow(
+            session_id=row.session_id,
+            key=row.key,
+            ver=row.ver,
+            seq=row.seq,
+            val=row.val,
+            view=row.view,
+            state_bytes=row.state_bytes,
+        )
+        for row in rows
+    ]
+
+
+class _workers:
+    """N ``celery worker`` processes on the refold queue, started and ready, stopped on exit."""
+
+    def __init__(self, count: int, broker: str, database_url: str) -> None:
+        self.count, self.broker, self.database_url = count, broker, database_url
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.logs = [Path(tempfile.mkstemp(prefix="refold-worker-", suffix=".log")[1]) for _ in range(count)]
+
+    def __enter__(self) -> _workers:
+        env = {**os.environ, "DATABASE_URL": self.database_url, "CELERY_BROKER_URL": self.broker}
+        for log in self.logs:
+            command = [
+                sys.executable, "-m", "celery", "-A", "dashboard", "worker", "--pool", "solo", "-Q", "refold",
+                "-n", f"bench-{uuid.uuid4().hex[:8]}@%h", "--loglevel", "WARNING", "--without-gossip",
+                "--without-mingle", "--without-heartbeat",
+            ]  # fmt: skip
+            with log.open("wb") as out:
+                self.processes.append(
+                    subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+                )
+        # Ready when the worker has connected: its log shows the banner's "ready" line at INFO only,
+        # so wait for the broker to list a consumer per worker on the queue instead.
+        deadline = time.monotonic() + 60
+        while self._consumers() < self.count:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):
+                raise RuntimeError("a worker did not start: " + " ".join(str(log) for log in self.logs))
+            time.sleep(0.2)
+        return self
+
+    def _consumers(self) -> int:
+        from dashboard.celery import app
+
+        replies = app.control.inspect(timeout=0.5, connection=None).active_queues() or {}
+        return sum(1 for queues in replies.values() if any(q["name"] == "refold" for q in queues))
+
+    def __exit__(self, *exc: object) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for log in self.logs:
+            log.unlink(missing_ok=True)
+
+
+# --- scratch database --------------------------------------------------------------------------------
+
+
+def _scratch_database(server: str) -> str:
+    import psycopg
+
+    base, _, name = server.rpartition("/")
+    scratch = f"{name or 'cachescope'}_refold_bench"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch}"')
+        conn.execute(f'CREATE DATABASE "{scratch}"')
+    return f"{base}/{scratch}"
+
+
+def _drop_database(server: str, database_url: str) -> None:
+    import psycopg
+
+    base, _, _ = server.rpartition("/")
+    scratch = database_url.rpartition("/")[2]
+    # Django may not be set up when the run failed early.
+    with contextlib.suppress(Exception):
+        from django.db import connections
+
+        connections.close_all()
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+
+
+def _size(count: int) -> str:
+    for limit, unit in ((1_000_000, "MB"), (1_000, "KB")):
+        if count >= limit:
+            return f"{count / limit:.2f} {unit}"
+    return f"{count} B"
+
+
+if __name__ == "__main__":
+    main()
