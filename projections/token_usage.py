@@ -42,9 +42,9 @@ class TokenUsage:
         return self.uncached_input + self.cache_read + self.cache_write
 
     def to_json(self) -> JSON:
-        """The view as served."""
+        """The view as served, in the harness's own field names (``inputTokens`` is the uncached part)."""
         return {
-            "uncachedInputTokens": self.uncached_input,
+            "inputTokens": self.uncached_input,
             "cacheReadTokens": self.cache_read,
             "cacheWriteTokens": self.cache_write,
             "cacheWrite1hTokens": self.cache_write_1h,

@@ -21,12 +21,14 @@ from dashboard.models import Event, IngestError, IngestJob, Request, Session, So
 from dashboard.services.blocks import BlockStore
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups
+from dashboard.services.projcache import projcache_ingest
 from dashboard.services.summaries import session_refresh_summary
 from projections.cache.units import RenderError
 from projections.formats import read_sessions
 from projections.records import EventRecord, FormatError, LineError, RequestRecord, SessionImport
 
 BATCH_SIZE = 2000
+PROJCACHE_NAME = "session_projcache.json"
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of input bytes finished since the last call."""
@@ -132,9 +134,21 @@ def _ingest_path(
                 finished.add(current)
                 on_progress(_file_size(Path(current)))
             current = imported.path
-        ingest_session(imported, source=source, summary=summary, blocks=blocks)
+        stored = ingest_session(imported, source=source, summary=summary, blocks=blocks)
+        if stored is not None and imported.format == "dsh":
+            _check_host_projections(Path(imported.path), source, summary)
     if on_progress and current and current not in finished:
         on_progress(_file_size(Path(current)))
+
+
+def _check_host_projections(log: Path, source: Source, summary: IngestSummary) -> None:
+    """Compare a dsh host's own projection rows (``session_projcache.json`` beside its log) with ours."""
+    cache = log.parent / PROJCACHE_NAME
+    if not cache.is_file():
+        return
+    result = projcache_ingest(cache, source_name=source.name)
+    if result.error:
+        summary.errors.append(LineError(str(cache), None, "projcache", result.error))
 
 
 def ingest_session(

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from dashboard.models import ProjectionRow, Session
+from dashboard.models import ProjcacheCheck, ProjectionRow, Session, Warning
 from dashboard.services.ingest import ingest_paths
 from projections.demo import DemoManifest, write_demo_dataset
 
@@ -69,3 +69,10 @@ def test_the_demo_command_sets_up_a_login_and_ingests_once(settings: object) -> 
     call_command("demo", "--no-serve", stdout=again)
     assert Session.objects.count() == first
     assert ", 0 events and 0 requests added" in again.getvalue()
+
+
+def test_the_hosts_own_projection_rows_beside_the_demo_logs_agree_with_our_fold(demo: DemoManifest) -> None:
+    checks = list(ProjcacheCheck.objects.values_list("key", "ver", "status"))
+    assert len(checks) >= 3
+    assert {status for _key, _ver, status in checks} == {ProjcacheCheck.Status.AGREE}
+    assert not Warning.objects.filter(kind="projection-mismatch").exists()

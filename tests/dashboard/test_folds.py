@@ -13,7 +13,7 @@ from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Session, Sour
 from dashboard.services import folds
 from dashboard.services.folds import event_to_record, fold_session, session_breakdown_series
 from dashboard.services.ingest import ingest_paths
-from dashboard.services.projcache import projcache_ingest
+from dashboard.services.projcache import agrees, projcache_ingest
 from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.fold import fold, to_row
 from projections.records import EventRecord
@@ -354,3 +354,11 @@ def test_the_session_page_shows_the_host_cache_check(db: None, tmp_path: Path, v
     projcache_ingest(path, source_name="laptop")
     text = viewer_client.get(session.get_absolute_url()).content.decode()
     assert "the host's row matches our fold" in text
+
+
+def test_a_host_row_keeping_fewer_figures_agrees_when_those_it_keeps_are_equal() -> None:
+    ours = {"inputTokens": 5, "cacheReadTokens": 10, "outputTokens": 3, "reports": 2}
+    assert agrees({"inputTokens": 5, "cacheReadTokens": 10, "outputTokens": 3}, ours)
+    assert not agrees({"inputTokens": 6, "cacheReadTokens": 10}, ours)
+    assert not agrees({"inputTokens": 5, "cacheMissTokens": 1}, ours)
+    assert agrees(7, 7)

@@ -59,7 +59,7 @@ def test_compaction_summary_usage_is_counted() -> None:
 
 def test_view_serializes_to_camel_case_json() -> None:
     assert TokenUsage(1, 2, 3, 1, 4, reports=1).to_json() == {
-        "uncachedInputTokens": 1,
+        "inputTokens": 1,
         "cacheReadTokens": 2,
         "cacheWriteTokens": 3,
         "cacheWrite1hTokens": 1,
