@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
@@ -145,13 +144,10 @@ def refold_run(
     if session_ids is not None:
         wanted = set(session_ids)
         pending = [pk for pk in pending if pk in wanted]
-    delay = float(getattr(settings, "CACHESCOPE_REFOLD_SESSION_DELAY", 0) or 0)
     for session_id in pending:
         refold_session(run=run, session_id=session_id)
         if on_progress is not None:
             on_progress(FoldRun.objects.get(pk=run_id))
-        if delay:
-            time.sleep(delay)
     fold_run_finish_if_complete(run_id=run_id)
     return FoldRun.objects.get(pk=run_id)
 
