@@ -246,20 +246,7 @@ def stored_record(row: Request, raws: Mapping[str, JSON]) -> RequestRecord:
         except RenderError as error:
             raise StoredRequestError(f"request {row.pk}: the rebuilt body does not render: {error}") from None
         _check_rendering(row, rendered)
-    return RequestRecord(
-        key=row.key,
-        ordinal=row.ordinal,
-        lineage=row.lineage,  # type: ignore[arg-type]
-        provider=row.provider,
-        platform=row.platform or row.provider,
-        api=row.api,
-        model=row.model,
-        started_at=row.started_at,
-        first_token_at=row.first_token_at,
-        body=body,
-        usage=usage,
-        status=row.status,
-    )
+    return _record_of(row, body=body)
 
 
 def _check_rendering(row: Request, rendered: RenderedRequest) -> None:
@@ -755,6 +742,10 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
 
 def stored_record_usage_only(row: Request) -> RequestRecord:
     """The stored request with its usage alone, for a request whose body cannot be rebuilt."""
+    return _record_of(row, body=None)
+
+
+def _record_of(row: Request, *, body: Mapping[str, JSON] | None) -> RequestRecord:
     return RequestRecord(
         key=row.key,
         ordinal=row.ordinal,
@@ -764,6 +755,8 @@ def stored_record_usage_only(row: Request) -> RequestRecord:
         api=row.api,
         model=row.model,
         started_at=row.started_at,
+        first_token_at=row.first_token_at,
+        body=body,
         usage=stored_usage(row),
         status=row.status,
     )

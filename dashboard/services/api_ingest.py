@@ -329,22 +329,9 @@ def _add_request(
             imported.started_at = exchange.started_at
         if imported.ended_at is None or exchange.started_at > imported.ended_at:
             imported.ended_at = exchange.started_at
+    key = exchange.key or _line_key(value)
     pending.items.append(
-        RequestRecord(
-            key=exchange.key or _line_key(value),
-            ordinal=len(pending.items),
-            lineage=lineage,
-            provider=exchange.provider,
-            platform=exchange.platform,
-            api=exchange.api,
-            model=exchange.model,
-            started_at=exchange.started_at,
-            first_token_at=exchange.first_token_at,
-            body=exchange.body,
-            usage=usage,
-            status=exchange.status,
-            line=number,
-        )
+        exchange.record(key=key, ordinal=len(pending.items), usage=usage, line=number, lineage=lineage)
     )
 
 

@@ -56,6 +56,26 @@ class Exchange:
     started_at: datetime | None
     first_token_at: datetime | None = None
 
+    def record(
+        self, *, key: str, ordinal: int, usage: Usage | None, line: int, lineage: Lineage | None = None
+    ) -> RequestRecord:
+        """The call as a request record, once its session has given it a key and an ordinal."""
+        return RequestRecord(
+            key=key,
+            ordinal=ordinal,
+            lineage=lineage or self.lineage,
+            provider=self.provider,
+            platform=self.platform,
+            api=self.api,
+            model=self.model,
+            started_at=self.started_at,
+            first_token_at=self.first_token_at,
+            body=self.body,
+            usage=usage,
+            status=self.status,
+            line=line,
+        )
+
 
 ExchangeParser = Callable[[dict[str, JSON]], Exchange | None]
 """Reads one record; ``None`` for a record that is not a call (tolerated), ``BadRecord`` when broken."""
@@ -171,20 +191,8 @@ def _items(
                 except UsageError as error:
                     yield LineError(name, line.number, f"usage.{error.field}", error.reason)
             yield _cache_request_event(seq, exchange, usage, line.number)
-            yield RequestRecord(
-                key=exchange.key or f"line-{line.number}",
-                ordinal=seq,
-                lineage=exchange.lineage,
-                provider=exchange.provider,
-                platform=exchange.platform,
-                api=exchange.api,
-                model=exchange.model,
-                started_at=exchange.started_at,
-                first_token_at=exchange.first_token_at,
-                body=exchange.body,
-                usage=usage,
-                status=exchange.status,
-                line=line.number,
+            yield exchange.record(
+                key=exchange.key or f"line-{line.number}", ordinal=seq, usage=usage, line=line.number
             )
             seq += 1
             if session.started_at is None:
