@@ -107,7 +107,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ModelPrice",
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
                 ("pattern", models.CharField(max_length=120, unique=True)),
                 ("provider", models.CharField(blank=True, max_length=40)),
                 ("input", _per_million("Uncached input tokens.")),
@@ -115,7 +120,12 @@ class Migration(migrations.Migration):
                 ("cache_write_5m", _per_million("Cache writes with the default (5-minute) lifetime.")),
                 ("cache_write_1h", _per_million("Cache writes with the 1-hour lifetime.")),
                 ("cache_read", _per_million("Cache reads (hits).")),
-                ("source_url", models.URLField(blank=True, help_text="The page the price was read from.", max_length=500)),
+                (
+                    "source_url",
+                    models.URLField(
+                        blank=True, help_text="The page the price was read from.", max_length=500
+                    ),
+                ),
                 ("read_on", models.DateField(help_text="The day the price was read from that page.")),
                 ("updated_at", models.DateTimeField(auto_now=True)),
                 (
@@ -134,9 +144,22 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ApiToken",
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("name", models.CharField(help_text="What holds the token, e.g. the host's name.", max_length=100)),
-                ("prefix", models.CharField(help_text="The first characters of the secret, to find it.", max_length=16)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(help_text="What holds the token, e.g. the host's name.", max_length=100),
+                ),
+                (
+                    "prefix",
+                    models.CharField(
+                        help_text="The first characters of the secret, to find it.", max_length=16
+                    ),
+                ),
                 ("hash", models.CharField(help_text="Hex SHA-256 of the whole secret.", max_length=64)),
                 ("created_at", models.DateTimeField(auto_now_add=True)),
                 ("last_used_at", models.DateTimeField(blank=True, null=True)),
@@ -154,7 +177,9 @@ class Migration(migrations.Migration):
                 (
                     "source",
                     models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="api_tokens", to="dashboard.source"
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to="dashboard.source",
                     ),
                 ),
             ],
