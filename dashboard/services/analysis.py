@@ -37,7 +37,7 @@ from projections.cache.receipts import (
 )
 from projections.cache.record import render_record
 from projections.cache.transcript import TranscriptCall, predict_transcript
-from projections.cache.units import RenderedRequest, RenderError, render_request
+from projections.cache.units import RenderCache, RenderedRequest, RenderError, render_request
 from projections.cache.warnings import CacheWarning, over_credit, render_mismatch, unexplained_miss
 from projections.formats import read_sessions
 from projections.records import JSON, EventRecord, LineError, RequestRecord, Usage
@@ -54,6 +54,8 @@ ANALYSIS_KINDS = (
 CLIENT_RECORD_PLACE = "client record"
 """Places of unreadable client records start with this, so the analysis owns exactly those rows."""
 WRITE_BATCH = 500
+RENDER_CACHE_LIMIT = 100_000
+"""Distinct blocks and chain links one session's render cache keeps before it starts over."""
 _ORDINAL_REF = re.compile(r"#?(\d+)")
 _CONTENT_BLOCK_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
 
@@ -232,7 +234,9 @@ def _message(api: str, units: list[list[Any]], values: list[JSON]) -> JSON:
     return message
 
 
-def stored_record(row: Request, raws: Mapping[str, JSON]) -> RequestRecord:
+def stored_record(
+    row: Request, raws: Mapping[str, JSON], *, cache: RenderCache | None = None
+) -> RequestRecord:
     """The stored request as the engine takes it, with its body rebuilt when it had one.
 
     Raises :class:`StoredRequestError` when the rebuilt body does not render to the stored units.
@@ -242,7 +246,7 @@ def stored_record(row: Request, raws: Mapping[str, JSON]) -> RequestRecord:
     if row.has_body:
         body = stored_body(row, raws)
         try:
-            rendered = render_request(row.provider, row.api, body, usage=usage)
+            rendered = render_request(row.provider, row.api, body, usage=usage, cache=cache)
         except RenderError as error:
             raise StoredRequestError(f"request {row.pk}: the rebuilt body does not render: {error}") from None
         _check_rendering(row, rendered)
@@ -274,7 +278,12 @@ def block_raws(hashes: Iterable[str]) -> dict[str, JSON]:
 # --- the analysis of a list of records (no database) ---------------------------------------------
 
 
-def analyse_records(records: Sequence[RequestRecord], events: Sequence[EventRecord] = ()) -> RecordsAnalysis:
+def analyse_records(
+    records: Sequence[RequestRecord],
+    events: Sequence[EventRecord] = (),
+    *,
+    render_cache: RenderCache | None = None,
+) -> RecordsAnalysis:
     """Analyse a session's requests with its client records; the same for a file and for the store.
 
     Requests with bodies go through the engine's lineage analysis in start order; a session without
@@ -309,7 +318,7 @@ def analyse_records(records: Sequence[RequestRecord], events: Sequence[EventReco
             render_records.append((event, request))
     ordered = sorted(records, key=_start_order)
     if any(r.body is not None for r in records):
-        results, engine = _analyse_bodies(ordered, credits, out.findings)
+        results, engine = _analyse_bodies(ordered, credits, out.findings, render_cache)
         for event, request in render_records:
             rendered = engine.get(request.key)
             if rendered is None:
@@ -368,7 +377,10 @@ def _known_model(record: RequestRecord) -> bool:
 
 
 def _analyse_bodies(
-    ordered: Sequence[RequestRecord], credits: Mapping[str, CreditRecord], findings: list[Finding]
+    ordered: Sequence[RequestRecord],
+    credits: Mapping[str, CreditRecord],
+    findings: list[Finding],
+    render_cache: RenderCache | None,
 ) -> tuple[list[RequestResult], dict[str, RenderedRequest]]:
     usable: list[RequestRecord] = []
     for record in ordered:
@@ -384,7 +396,7 @@ def _analyse_bodies(
             )
             record = _without_body(record)
         usable.append(record)
-    analyses = analyse_lineage(usable, credits=credits)
+    analyses = analyse_lineage(usable, credits=credits, render_cache=render_cache)
     written: set[str] = set()
     previous: dict[str, EngineAnalysis] = {}
     results: list[RequestResult] = []
@@ -677,13 +689,15 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
     session = Session.objects.get(pk=session_id)
     rows = list(Request.objects.filter(session=session).order_by("ordinal"))
     _progress(session_id, owner, total=len(rows), done=0)
+    # One cache for the session: its requests re-send the same blocks, so each renders once.
+    render_cache = RenderCache(limit=RENDER_CACHE_LIMIT)
     try:
         raws = block_raws(unit[0] for row in rows if row.has_body for unit in row.units)
         records: list[RequestRecord] = []
         findings: list[Finding] = []
         for row in rows:
             try:
-                records.append(stored_record(row, raws))
+                records.append(stored_record(row, raws, cache=render_cache))
             except StoredRequestError as error:
                 findings.append(
                     Finding(
@@ -703,7 +717,9 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
             .filter(Q(type__startswith="compaction/") | Q(type__in=("system/message", "request/header")))
             .only("seq", "type", "time", "data", "surface_op")
         ]
-        result = analyse_records(records, events + [e for e in boundaries if is_boundary(e)])
+        result = analyse_records(
+            records, events + [e for e in boundaries if is_boundary(e)], render_cache=render_cache
+        )
         result.findings[:0] = findings
         if not _store(session, rows, result, owner):
             return result  # a newer ingest re-queued the session: the next run writes

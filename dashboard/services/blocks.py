@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.models import Block
-from projections.cache.units import render_request
+from projections.cache.units import RenderCache, render_request
 from projections.records import RequestRecord
 
 
@@ -25,11 +25,17 @@ class StoredRendering:
     warnings: list[str]
 
 
+RENDER_CACHE_LIMIT = 100_000
+"""Distinct blocks and chain links an ingest keeps rendered before its cache starts over."""
+
+
 class BlockStore:
     def __init__(self) -> None:
         self._known: set[str] = set()
         self._written: set[str] = set()  # written inside the open transaction, not yet committed
         self._pending: dict[str, Block] = {}
+        # Consecutive requests of a conversation re-send their history: render each block once.
+        self.render_cache = RenderCache(limit=RENDER_CACHE_LIMIT)
 
     def render(self, record: RequestRecord) -> StoredRendering:
         """Render ``record``'s body into units, queue its unseen blocks, and return the row's fields.
@@ -38,7 +44,9 @@ class BlockStore:
         tokens are calibrated to the provider's reported prompt total when usage is present.
         """
         assert record.body is not None
-        rendered = render_request(record.provider, record.api, record.body, usage=record.usage)
+        rendered = render_request(
+            record.provider, record.api, record.body, usage=record.usage, cache=self.render_cache
+        )
         for block in rendered.blocks():
             seen = block.hash in self._known or block.hash in self._written
             if not seen and block.hash not in self._pending:

@@ -179,10 +179,50 @@ class RenderedRequest:
         return self.cum_tokens[-1] + self.unattributed_tokens
 
 
+class RenderCache:
+    """What rendering already worked out for earlier requests of a conversation.
+
+    Consecutive requests re-send almost every block: the canonical bytes and digest of each text
+    block, and each link of the prefix-hash chain, are kept here so the next request computes only
+    what is new. Results are identical with or without a cache; it is bounded and starts over when
+    full.
+    """
+
+    def __init__(self, *, limit: int = 500_000) -> None:
+        self.limit = limit
+        self.texts: dict[str, tuple[str, bytes, bytes, str]] = {}
+        self.links: dict[bytes, tuple[bytes, str]] = {}
+
+    def text_block(self, text: str) -> tuple[str, bytes, bytes, str]:
+        """Canonical text, its bytes, digest and hex digest of a ``{"type": "text"}`` block."""
+        known = self.texts.get(text)
+        if known is None:
+            canonical = '{"text":' + encode_basestring(text) + ',"type":"text"}'
+            data = canonical.encode("utf-8")
+            digest = blake2b(data, digest_size=DIGEST_SIZE).digest()
+            known = (canonical, data, digest, digest.hex())
+            if len(self.texts) >= self.limit:
+                self.texts.clear()
+            self.texts[text] = known
+        return known
+
+    def link(self, key: bytes) -> tuple[bytes, str]:
+        """The next chain value for ``key`` (the chain so far, a digest and the unit's framing)."""
+        known = self.links.get(key)
+        if known is None:
+            chain = blake2b(key, digest_size=DIGEST_SIZE).digest()
+            known = (chain, chain.hex())
+            if len(self.links) >= self.limit:
+                self.links.clear()
+            self.links[key] = known
+        return known
+
+
 class _Builder:
     """Accumulates the parallel lists; one method call per unit keeps the hot loop small."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: RenderCache | None = None) -> None:
+        self.cache = cache
         self.digests: list[bytes] = []
         self.tiers: list[Tier] = []
         self.roles: list[str] = []
@@ -212,9 +252,13 @@ class _Builder:
         kind: str,
         raw: JSON,
     ) -> None:
-        text = canonical_text(raw)
-        data = text.encode("utf-8")
-        digest = blake2b(data, digest_size=DIGEST_SIZE).digest()
+        if self.cache is not None and type(raw) is dict and raw.get("type") == "text" and _plain_text(raw):
+            text, data, digest, hex_digest = self.cache.text_block(raw["text"])
+        else:
+            text = canonical_text(raw)
+            data = text.encode("utf-8")
+            digest = blake2b(data, digest_size=DIGEST_SIZE).digest()
+            hex_digest = digest.hex()
         self.digests.append(digest)
         if kind != self._last_kind or kind not in _RUN_KINDS:
             self._group += 1
@@ -225,7 +269,7 @@ class _Builder:
         self.block_indexes.append(block_index)
         self.message_ids.append(message_id)
         self.kinds.append(kind)
-        self.block_hashes.append(digest.hex())
+        self.block_hashes.append(hex_digest)
         self.canonicals.append(data)
         self.chars.append(len(text))
         self.raws.append(raw)
@@ -236,6 +280,12 @@ class _Builder:
             self.citations = self.citations or bool(raw["citations"].get("enabled"))
         if type(raw) is dict and "cache_control" in raw:
             self.markers.append(Marker(len(self.tiers) - 1, _ttl(raw["cache_control"])))
+
+
+def _plain_text(raw: Mapping[str, JSON]) -> bool:
+    """A text block with nothing but its text (and perhaps a marker): the cacheable common case."""
+    keys = len(raw) - ("cache_control" in raw)
+    return keys == 2 and isinstance(raw.get("text"), str)
 
 
 def canonical_text(raw: JSON) -> str:
@@ -327,7 +377,12 @@ def cache_params(provider: str, api: str, body: Mapping[str, JSON]) -> dict[str,
 
 
 def render_request(
-    provider: str, api: str, body: Mapping[str, JSON], *, usage: Usage | None = None
+    provider: str,
+    api: str,
+    body: Mapping[str, JSON],
+    *,
+    usage: Usage | None = None,
+    cache: RenderCache | None = None,
 ) -> RenderedRequest:
     """Flatten a request body as sent into hashed units, markers and token estimates.
 
@@ -341,7 +396,7 @@ def render_request(
     if not isinstance(model, str):
         raise RenderError("request body: field 'model' is missing or not a string")
     params = cache_params(provider, api, body)
-    builder = _Builder()
+    builder = _Builder(cache)
     if api == "messages":
         _render_anthropic(builder, body)
     elif api == "chat":
@@ -364,7 +419,7 @@ def render_request(
     header = blake2b(
         _ENCODER.encode({"model": model, "params": header_params}).encode("utf-8"), digest_size=DIGEST_SIZE
     )
-    _chain(builder, header.digest(), tier_params)
+    _chain(builder, header.digest(), tier_params, cache)
     rendered = RenderedRequest(
         provider=provider,
         api=api,
@@ -422,7 +477,12 @@ def scoped_params(
     return header, tiers
 
 
-def _chain(builder: _Builder, header: bytes, tier_params: Mapping[Tier, Mapping[str, JSON]]) -> None:
+def _chain(
+    builder: _Builder,
+    header: bytes,
+    tier_params: Mapping[Tier, Mapping[str, JSON]],
+    cache: RenderCache | None = None,
+) -> None:
     """Chain the prefix hashes: each unit's hash covers every earlier unit, its framing (tier, role,
     message boundary) and the parameters whose scope starts at or before its tier."""
     scoped = {
@@ -449,11 +509,13 @@ def _chain(builder: _Builder, header: bytes, tier_params: Mapping[Tier, Mapping[
         message = messages[i]
         boundary = b"|" if message != last_message else b"."
         last_message = message
-        chain = blake2b(
-            chain + digest + _TIER_TAG[tier] + _ROLE_TAG.get(roles[i], b"?") + boundary,
-            digest_size=DIGEST_SIZE,
-        ).digest()
-        prefixes.append(chain.hex())
+        key = chain + digest + _TIER_TAG[tier] + _ROLE_TAG.get(roles[i], b"?") + boundary
+        if cache is None:
+            chain = blake2b(key, digest_size=DIGEST_SIZE).digest()
+            prefixes.append(chain.hex())
+        else:
+            chain, hex_chain = cache.link(key)
+            prefixes.append(hex_chain)
     builder.prefix_hashes = prefixes
 
 
