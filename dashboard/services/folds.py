@@ -18,6 +18,7 @@ from datetime import datetime
 from itertools import tee
 from typing import Any
 
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -38,27 +39,29 @@ from projections.registry import (
 EVENT_CHUNK = 2000
 
 
-def event_to_record(row: Event) -> EventRecord:
-    """The engine's record of a stored event: the one place the database meets the fold engine."""
-    seqs = row.source_event_seqs
-    return EventRecord(
-        seq=row.seq,
-        type=row.type,
-        time=row.time,
-        data=row.data,
-        surface_op=row.surface_op,
-        source_event_seqs=tuple(seqs) if seqs is not None else None,
-        ignorable=row.ignorable,
-    )
+_RECORD_COLUMNS = ("seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
 
 
 def session_records(*, session_id: int, after_seq: int | None = None) -> Iterator[EventRecord]:
-    """The stored log of a session in seq order, streamed; only events after ``after_seq`` when given."""
+    """The stored log of a session in seq order, streamed; only events after ``after_seq`` when given.
+
+    Rows come as plain tuples: a model instance per event would cost more than folding it.
+    """
     events = Event.objects.filter(session_id=session_id).order_by("seq")
     if after_seq is not None:
         events = events.filter(seq__gt=after_seq)
-    for row in events.iterator(chunk_size=EVENT_CHUNK):
-        yield event_to_record(row)
+    for seq, type_, time, data, surface_op, seqs, ignorable in events.values_list(*_RECORD_COLUMNS).iterator(
+        chunk_size=EVENT_CHUNK
+    ):
+        yield EventRecord(
+            seq=seq,
+            type=type_,
+            time=time,
+            data=data,
+            surface_op=surface_op,
+            source_event_seqs=tuple(seqs) if seqs is not None else None,
+            ignorable=ignorable,
+        )
 
 
 # --- warnings ----------------------------------------------------------------------------------------
@@ -353,6 +356,25 @@ class BreakdownSeries:
     @property
     def now(self) -> BreakdownPoint | None:
         return self.points[-1] if self.points else None
+
+
+SERIES_CACHE_SECONDS = 3600
+
+
+def session_breakdown_series_cached(*, session: Session) -> BreakdownSeries:
+    """:func:`session_breakdown_series`, kept in the cache until the log grows.
+
+    A log only grows, so its event count and the live state version name one series; a long
+    session's page then folds its log once, not on every view.
+    """
+    version = get_projection("contextBreakdown").state_version
+    born = session.created_at.timestamp() if session.created_at else 0
+    key = f"breakdown-series:{session.pk}:{born}:{session.event_count}:{version}:{bool(session.unfoldable)}"
+    series: BreakdownSeries | None = cache.get(key)
+    if series is None:
+        series = session_breakdown_series(session=session)
+        cache.set(key, series, SERIES_CACHE_SECONDS)
+    return series
 
 
 def session_breakdown_series(*, session: Session) -> BreakdownSeries:

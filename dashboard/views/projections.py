@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 from dashboard.charts import session_breakdown_chart
 from dashboard.models import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow, Session
 from dashboard.roles import OPERATOR, has_role
-from dashboard.services.folds import session_breakdown_series
+from dashboard.services.folds import session_breakdown_series_cached
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report
 from dashboard.tasks import refold_run_task
 from dashboard.views import sessions as session_views
@@ -188,7 +188,7 @@ def fold_run_progress_hx(request: HttpRequest, run_id: int) -> HttpResponse:
 def session_breakdown_context(session: Session) -> dict[str, Any]:
     """The session page's breakdown: the series from folding the log, its chart, the "now" panel,
     the stored rows and the host's projection-cache checks."""
-    series = session_breakdown_series(session=session)
+    series = session_breakdown_series_cached(session=session)
     now = series.now
     used = None if now is None else now.system + now.messages
     window = None if now is None else now.window

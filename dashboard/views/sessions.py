@@ -17,6 +17,7 @@ from dashboard.views.analysis import session_analysis_context
 from dashboard.views.projections import session_breakdown_context
 
 EVENTS_PER_PAGE = 100
+REQUESTS_PER_PAGE = 200
 KNOWN_MODELS_SECONDS = 60
 
 
@@ -65,7 +66,9 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {
         "session": session,
         "children": session.children.select_related("source").order_by("started_at", "id"),
-        "requests": session.requests.order_by("ordinal"),
+        "requests": Paginator(session.requests.order_by("ordinal"), REQUESTS_PER_PAGE).get_page(
+            request.GET.get("requests_page")
+        ),
         "warnings": session.warnings.select_related("request")[:50],
         "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),

@@ -5,9 +5,16 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.cache import cache
 from django.test import Client
 
 from tests.dashboard.logs import write_dsh_log
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    """Each test starts with an empty cache, as a fresh deployment does."""
+    cache.clear()
 
 
 @pytest.fixture

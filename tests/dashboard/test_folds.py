@@ -11,7 +11,12 @@ import pytest
 import dashboard.tasks  # noqa: F401  (registers the fold as an ingest follow-up)
 from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Session, Source, Warning
 from dashboard.services import folds
-from dashboard.services.folds import event_to_record, fold_session, session_breakdown_series
+from dashboard.services.folds import (
+    fold_session,
+    session_breakdown_series,
+    session_breakdown_series_cached,
+    session_records,
+)
 from dashboard.services.ingest import ingest_paths
 from dashboard.services.projcache import agrees, projcache_ingest
 from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
@@ -94,7 +99,7 @@ def count_applies(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], list[int]]
     return watch
 
 
-def test_event_to_record_converts_every_field(db: None) -> None:
+def test_stored_events_come_back_as_engine_records_with_every_field(db: None) -> None:
     session = stored_session([])
     row = Event.objects.create(
         session=session,
@@ -106,15 +111,18 @@ def test_event_to_record_converts_every_field(db: None) -> None:
         source_event_seqs=[1, 2],
         ignorable=True,
     )
-    assert event_to_record(row) == EventRecord(
-        seq=4,
-        type="tool/result",
-        time=T0,
-        data={"turn": 1},
-        surface_op={"op": "replace", "start": 1, "end": 2},
-        source_event_seqs=(1, 2),
-        ignorable=True,
-    )
+    assert row.pk
+    assert list(session_records(session_id=session.pk)) == [
+        EventRecord(
+            seq=4,
+            type="tool/result",
+            time=T0,
+            data={"turn": 1},
+            surface_op={"op": "replace", "start": 1, "end": 2},
+            source_event_seqs=(1, 2),
+            ignorable=True,
+        )
+    ]
 
 
 def test_fold_session_writes_one_row_per_live_key_at_the_last_seq(db: None) -> None:
@@ -362,3 +370,16 @@ def test_a_host_row_keeping_fewer_figures_agrees_when_those_it_keeps_are_equal()
     assert not agrees({"inputTokens": 6, "cacheReadTokens": 10}, ours)
     assert not agrees({"inputTokens": 5, "cacheMissTokens": 1}, ours)
     assert agrees(7, 7)
+
+
+def test_the_breakdown_series_is_folded_once_until_the_log_grows(db: None) -> None:
+    log = conversation()
+    events = list(log.events)
+    session = stored_session(events[:-1], event_count=len(events) - 1)
+    first = session_breakdown_series_cached(session=session)
+    store_events(session, events[-1:])  # stored, but the summary does not count it yet
+    assert session_breakdown_series_cached(session=session) == first
+    session.event_count = len(events)
+    grown = session_breakdown_series_cached(session=session)
+    assert grown.events == first.events + 1
+    assert grown == session_breakdown_series(session=session)

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import Session, Source
+from dashboard.models import Request, Session, Source
 from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
@@ -111,3 +111,18 @@ def test_overview_counts_sessions_per_source(viewer_client: Client, tmp_path: Pa
     source = response.context["sources"].get(name="build-farm")
     assert source.session_total == 2
     assert Source.objects.count() == 1
+
+
+def test_the_session_page_pages_a_long_requests_table(viewer_client: Client, tmp_path: Path) -> None:
+    _ingest(tmp_path, "long-run")
+    session = Session.objects.get(external_id="long-run")
+    Request.objects.bulk_create(
+        Request(session=session, ordinal=i, key=f"extra-{i}", provider="anthropic", model="m")
+        for i in range(2, 252)
+    )
+    first = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "Requests 1 to 200 of 252" in first
+    assert 'href="?requests_page=2#requests"' in first
+    second = viewer_client.get(session.get_absolute_url(), {"requests_page": 2}).content.decode()
+    assert "Requests 201 to 252 of 252" in second
+    assert f'href="/requests/{Request.objects.get(session=session, ordinal=251).pk}/"' in second
