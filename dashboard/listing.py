@@ -163,9 +163,11 @@ def _sort_expression(field_name: str) -> Any:
 def _beyond(cursor: tuple[Any, int], descending: bool) -> Q:
     """Rows that come after ``cursor`` in the given direction of the (sort key, id) order."""
     value, pk = cursor
+    # The outer bound (<= or >=) is implied by the disjunction, but stating it lets the database
+    # start its index scan at the cursor instead of reading and discarding every earlier row.
     if descending:
-        return Q(sort_key__lt=value) | Q(sort_key=value, id__lt=pk)
-    return Q(sort_key__gt=value) | Q(sort_key=value, id__gt=pk)
+        return Q(sort_key__lte=value) & (Q(sort_key__lt=value) | Q(sort_key=value, id__lt=pk))
+    return Q(sort_key__gte=value) & (Q(sort_key__gt=value) | Q(sort_key=value, id__gt=pk))
 
 
 def _encode(session: Session) -> str:

@@ -65,7 +65,8 @@ class Session(models.Model):
             models.UniqueConstraint(fields=["source", "external_id"], name="session_unique_per_source"),
         ]
         indexes = [
-            models.Index(fields=["-last_activity", "id"], name="session_recent"),
+            # The list's default order, newest activity first with the id as tie-breaker.
+            models.Index(fields=["-last_activity", "-id"], name="session_recent_activity"),
             models.Index(fields=["source", "-last_activity"], name="session_source_recent"),
             models.Index(fields=["hit_rate"], name="session_hit_rate"),
             models.Index(fields=["external_id"], name="session_external_id"),
