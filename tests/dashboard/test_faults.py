@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
+from kombu import pools as kombu_pools
 
 from dashboard.models import Event, IngestJob, Request, Session, Source
 from dashboard.services.tokens import token_create
@@ -169,6 +170,9 @@ def _point_at(app: Any, url: str) -> None:
         app._pool.force_close_all()
     app._pool = None
     app.amqp._producer_pool = None
+    # kombu keeps its own registry of pools by connection; a closed one left there would be handed
+    # to the next producer of the whole test run.
+    kombu_pools.reset()
 
 
 @pytest.mark.worker
