@@ -105,8 +105,10 @@ def _client(index: int, port: int, secret: str, deadline: float, tally: Tally) -
     batch = 0
     while time.monotonic() < deadline:
         batch += 1
-        if sessions and batch % 5 == 0:
-            session_id = chance.choice(list(sessions))
+        sent = [sid for sid, next_seq in sessions.items() if next_seq > 0]
+        if sent and batch % 5 == 0:
+            # Resend part of a session already accepted (a header alone would be a new, empty session).
+            session_id = chance.choice(sent)
             first = chance.randrange(0, max(1, sessions[session_id] - EVENTS_PER_BATCH + 1))
             count = min(EVENTS_PER_BATCH, sessions[session_id] - first)
         else:
