@@ -210,47 +210,48 @@ def _shrunk(value: Any) -> Any:
 
 def session_analysis_context(session: Session) -> dict[str, Any]:
     """The session page's charts (requests and cacheability per turn) and its analysis job."""
-    rows = list(
+    # Plain tuples, and only the cacheability part of each analysis: a 2,000-request session
+    # would otherwise build 4,000 model instances and decode every analysis in full.
+    rows = (
         Request.objects.filter(session=session)
         .order_by("ordinal")
-        .select_related("analysis")
-        .only(
+        .values_list(
             "id",
             "ordinal",
             "cache_read_tokens",
             "cache_write_5m_tokens",
             "cache_write_1h_tokens",
             "uncached_input_tokens",
+            "analysis__id",
             "analysis__label",
             "analysis__material",
             "analysis__predicted_read",
-            "analysis__data",
+            "analysis__data__cacheability",
         )
     )
     bars: list[RequestBar] = []
     shares: list[CacheabilityBar] = []
     # One reverse() for the whole chart: a 2,000-request session would otherwise pay 2,000.
     url_of = reverse("dashboard:request", args=[0]).removesuffix("0/") + "{}/"
-    for row in rows:
-        analysis = getattr(row, "analysis", None)
-        url = url_of.format(row.pk)
+    for pk, ordinal, read, write_5m, write_1h, uncached, analysed, label, material, predicted, tiers in rows:
+        url = url_of.format(pk)
+        write = None if write_5m is None and write_1h is None else (write_5m or 0) + (write_1h or 0)
         bars.append(
             RequestBar(
-                ordinal=row.ordinal,
+                ordinal=ordinal,
                 url=url,
-                read=row.cache_read_tokens,
-                write=row.cache_write_tokens,
-                uncached=row.uncached_input_tokens,
-                predicted_read=analysis.predicted_read if analysis else None,
-                material=bool(analysis and analysis.material),
-                label=analysis.label if analysis else "",
+                read=read,
+                write=write,
+                uncached=uncached,
+                predicted_read=predicted if analysed else None,
+                material=bool(analysed and material),
+                label=(label or "") if analysed else "",
             )
         )
-        tiers = analysis.data.get("cacheability") if analysis else None
         if isinstance(tiers, dict):
             shares.append(
                 CacheabilityBar(
-                    ordinal=row.ordinal,
+                    ordinal=ordinal,
                     url=url,
                     shared={tier: int(share["shared"]) for tier, share in tiers.items()},
                     rest=sum(int(share["rest"]) for share in tiers.values()),
