@@ -88,7 +88,7 @@ DSH_SPECS = (
     DshSpec(RESEARCH, 0, DshPlan(turns=4), zstd=True),
     DshSpec(RESEARCH, 3, DshPlan(turns=6, compact_after=(3,), prune_after=(2, 5)), with_projcache=True),
     DshSpec(RESEARCH, 4, DshPlan(turns=5, rewrite_system=True, prune_after=(3,))),
-    DshSpec(RESEARCH, 3, DshPlan(turns=4, switch_model_at=2), zstd=True),
+    DshSpec(RESEARCH, 3, DshPlan(turns=4, switch_model_at=2, truncate_after=(3,)), zstd=True),
     DshSpec(RESEARCH, 4, DshPlan(turns=3, cache_records=True)),
 )
 
@@ -148,6 +148,7 @@ def _dsh_expected(log: DshLog, spec: DshSpec) -> ExpectedSession:
             ("compacted", counts.compactions > 0),
             ("pruned", counts.prunes > 0),
             ("system-rewrites", counts.system_rewrites > 0),
+            ("unmetered-truncation", counts.unmetered_replacements > 0),
             ("model-changed", spec.plan.switch_model_at is not None),
             ("cache-records", spec.plan.cache_records),
             ("subagent", log.parent is not None),
@@ -170,6 +171,7 @@ def _dsh_expected(log: DshLog, spec: DshSpec) -> ExpectedSession:
             "compactions": counts.compactions,
             "prunes": counts.prunes,
             "systemRewrites": counts.system_rewrites,
+            "unmeteredReplacements": counts.unmetered_replacements,
             "systemTokens": breakdown["systemTokens"],
             "messageTokens": breakdown["messageTokens"],
         },

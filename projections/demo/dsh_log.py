@@ -57,6 +57,7 @@ class DshCounts:
     compactions: int = 0
     prunes: int = 0
     system_rewrites: int = 0
+    unmetered_replacements: int = 0
 
 
 class _PrefixView(Sequence[PrefixPoint]):

@@ -22,6 +22,8 @@ class DshPlan:
     steps: tuple[int, int] = (1, 3)
     compact_after: tuple[int, ...] = ()
     prune_after: tuple[int, ...] = ()
+    truncate_after: tuple[int, ...] = ()
+    """Turns after which a tool result is cut in place without a meter (state version 6 drifts)."""
     rewrite_system: bool = False
     """Rewrite the system prompt (a timestamp line) at the start of every turn after the first."""
     cache_records: bool = False
@@ -256,6 +258,33 @@ def prune(run: DshRun, turn: int) -> bool:
     return True
 
 
+TRUNCATED_SUFFIX = "\n[output truncated to save context]"
+
+
+def truncate_unmetered(run: DshRun, turn: int) -> bool:
+    """A harness that cuts the oldest tool result in place with no metering event before it.
+
+    DESIGN §5.1: version 5 subtracts the old price exactly, version 6 folds it at zero delta and
+    drifts by the price difference from here on. Returns False when there is no tool result left.
+    """
+    log = run.log
+    position = next((i for i, node in enumerate(log.nodes) if node.seq in run.tool_nodes), None)
+    if position is None:
+        return False
+    node = log.nodes[position]
+    call_id, name = run.tool_nodes.pop(node.seq)
+    block = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": "(first lines kept)" + TRUNCATED_SUFFIX}],
+    }
+    message = {"role": "tool", "content": [block]}
+    log.replace("tool/result", {"turn": turn, "step": 0, "message": message}, message, position, position)
+    log.counts.unmetered_replacements += 1
+    return True
+
+
 def stamped_system(base: str, turn: int, time_ms: int) -> str:
     """The system prompt with the per-turn timestamp line that defeats the cache."""
     return f"{base}\nTurn {turn}. Current time (epoch ms): {time_ms}"
@@ -283,6 +312,8 @@ def run_plan(run: DshRun, plan: DshPlan, system_text: str, models: tuple[str, st
         )
         if turn in plan.prune_after:
             prune(run, turn)
+        if turn in plan.truncate_after:
+            truncate_unmetered(run, turn)
         if turn in plan.compact_after:
             compact(run, turn)
 

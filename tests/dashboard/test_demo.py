@@ -45,15 +45,23 @@ def test_every_demo_session_lands_with_the_figures_its_manifest_states(demo: Dem
             assert session.parent.external_id == expected.parent_external_id
 
 
-def test_the_demo_breakdown_rows_match_the_final_surface_of_each_dsh_log(demo: DemoManifest) -> None:
+def test_the_demo_breakdown_rows_match_each_dsh_logs_final_surface_but_for_the_documented_drift(
+    demo: DemoManifest,
+) -> None:
     dsh = [s for s in demo.sessions if s.surface]
     assert dsh
+    drifting = 0
     for expected in dsh:
         row = ProjectionRow.objects.get(session__external_id=expected.external_id, key="contextBreakdown")
-        assert row.view == {
-            "systemTokens": expected.surface["systemTokens"],
-            "messageTokens": expected.surface["messageTokens"],
-        }, expected.external_id
+        assert row.view is not None
+        assert row.view["systemTokens"] == expected.surface["systemTokens"], expected.external_id
+        if expected.surface["unmeteredReplacements"]:
+            # The live version 6 folds an unmetered replacement at zero delta (DESIGN §5.1).
+            assert row.view["messageTokens"] > expected.surface["messageTokens"], expected.external_id
+            drifting += 1
+        else:
+            assert row.view["messageTokens"] == expected.surface["messageTokens"], expected.external_id
+    assert drifting == 1
 
 
 def test_the_demo_command_sets_up_a_login_and_ingests_once(settings: object) -> None:

@@ -37,11 +37,15 @@ def replay(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]
                 price = sum(event_price(record(node)) for node in shadowed)
                 assert claim["shadowedTokenCount"] == price, line["seq"]
                 findings.append("metered")
-            else:
-                assert line["type"] == "system/message"
+            elif line["type"] == "system/message":
                 assert len(shadowed) == 1
                 assert shadowed[0]["type"] == "system/message"
                 findings.append("rewrite")
+            else:
+                # The one unmetered kind the demo writes: a tool result cut in place.
+                assert line["type"] == "tool/result"
+                assert [node["type"] for node in shadowed] == ["tool/result"]
+                findings.append("unmetered")
             surface[start : end + 1] = [line]
         claim = line["data"] if line["type"] in ("compaction/summary", "compaction/prune") else None
     return surface, findings
@@ -70,13 +74,14 @@ def test_seqs_are_contiguous_from_zero_after_packed_rows_expand(demo: tuple[Path
         assert seqs == list(range(len(seqs))), path
 
 
-def test_every_replacement_is_metered_exactly_or_is_a_system_prompt_rewrite(
+def test_every_replacement_is_metered_exactly_a_system_prompt_rewrite_or_a_declared_truncation(
     demo: tuple[Path, DemoManifest],
 ) -> None:
     for path, expected, lines in dsh_logs(demo):
         surface, findings = replay(lines)
         assert findings.count("metered") == expected.surface["meteredReplacements"], path
         assert findings.count("rewrite") == expected.surface["systemRewrites"], path
+        assert findings.count("unmetered") == expected.surface["unmeteredReplacements"], path
         assert len(surface) == expected.surface["nodes"], path
 
 
