@@ -6,6 +6,9 @@ from django.utils import timezone
 
 from dashboard.models.sources import Source
 
+EVENTS_PER_PAGE = 100
+"""Events a page of the session's timeline shows."""
+
 
 class SessionQuerySet(models.QuerySet["Session"]):
     def top_level(self) -> SessionQuerySet:
@@ -78,6 +81,10 @@ class Session(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("dashboard:session", args=[self.pk])
+
+    def event_url(self, seq: int) -> str:
+        """The timeline page that shows event ``seq``, scrolled to it (seqs run from 0)."""
+        return f"{self.get_absolute_url()}?page={seq // EVENTS_PER_PAGE + 1}#seq-{seq}"
 
     @property
     def prompt_tokens(self) -> int:

@@ -181,9 +181,12 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
     lineages: dict[str, list[Call]] = defaultdict(list)
     for call in calls:
         lineages[call.lineage].append(call)
+    matched: dict[str, Price | None] = {}  # a session uses few models: match each once
     for chain in lineages.values():
         for index, call in enumerate(chain):
-            price = price_match(model=call.model, prices=prices)
+            if call.model not in matched:
+                matched[call.model] = price_match(model=call.model, prices=prices)
+            price = matched[call.model]
             if price is None:
                 unpriced.add(call.model or "(no model)")
                 continue
@@ -209,22 +212,12 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
     )
 
 
-def _tokens(row: Request) -> Tokens:
-    return Tokens(
-        uncached_input=row.uncached_input_tokens or 0,
-        cache_read=row.cache_read_tokens or 0,
-        cache_write_5m=row.cache_write_5m_tokens or 0,
-        cache_write_1h=row.cache_write_1h_tokens or 0,
-        output=row.output_tokens or 0,
-    )
-
-
 def session_cost_compute(*, session: Session) -> SessionCost:
     """The cost figures of one stored session, from its requests in order."""
     rows = (
         Request.objects.filter(session=session)
         .order_by("ordinal", "id")
-        .only(
+        .values_list(
             "lineage",
             "model",
             "started_at",
@@ -235,7 +228,15 @@ def session_cost_compute(*, session: Session) -> SessionCost:
             "output_tokens",
         )
     )
-    calls = [Call(row.lineage, row.model, row.started_at, _tokens(row)) for row in rows.iterator()]
+    calls = [
+        Call(
+            lineage,
+            model,
+            started,
+            Tokens(uncached or 0, read or 0, write_5m or 0, write_1h or 0, output or 0),
+        )
+        for lineage, model, started, uncached, read, write_5m, write_1h, output in rows.iterator()
+    ]
     return session_cost_of(calls=calls, prices=prices_load())
 
 

@@ -21,7 +21,6 @@ from dashboard.roles import OPERATOR, has_role
 from dashboard.services.folds import session_breakdown_series_cached
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report
 from dashboard.tasks import refold_run_task
-from dashboard.views import sessions as session_views
 from projections.registry import defined_versions, live_versions
 
 RUNS_LISTED = 20
@@ -154,9 +153,7 @@ def _stalled(run: FoldRun) -> bool:
 
 
 def _event_url(result: FoldRunResult) -> str:
-    seq = result.divergent_seq or 0
-    page = seq // session_views.EVENTS_PER_PAGE + 1
-    return f"{result.session.get_absolute_url()}?page={page}#seq-{seq}"
+    return result.session.event_url(result.divergent_seq or 0)
 
 
 @require_http_methods(["GET", "POST"])

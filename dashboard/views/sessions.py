@@ -12,11 +12,11 @@ from django_htmx.middleware import HtmxDetails
 
 from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import Event, Request, Session, Source
+from dashboard.models.sessions import EVENTS_PER_PAGE
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.projections import session_breakdown_context
 
-EVENTS_PER_PAGE = 100
 REQUESTS_PER_PAGE = 200
 KNOWN_MODELS_SECONDS = 60
 
