@@ -17,7 +17,7 @@ from dashboard.services.costs import session_cost_compute, sessions_cost_map, us
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.projections import session_breakdown_context
 
-REQUESTS_PER_PAGE = 200
+REQUESTS_PER_PAGE = 100
 KNOWN_MODELS_SECONDS = 60
 
 
