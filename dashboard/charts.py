@@ -297,3 +297,65 @@ def _marker_text(marker: ReplacementMarker) -> str:
         if parts:
             lines.append("summarizer " + ", ".join(parts))
     return "<br>".join(lines)
+
+
+# --- fleet by source -------------------------------------------------------------------------------------
+
+SOURCE_COLOURS = ("#2456a6", "#2f8f5b", "#d08a1e", "#c2413b", "#6b4fa0", "#3a8fa8", "#8a6d3b", "#5f6b7a")
+
+
+def fleet_sources_chart(days: Sequence[tuple[date, str, int, float | None]]) -> Figure:
+    """Uncached input per day as bars stacked by source, and each source's hit rate as a line.
+
+    ``days`` holds ``(day, source, uncached tokens, hit rate)`` rows.
+    """
+    sources = sorted({source for _, source, _, _ in days})
+    data: list[dict[str, Any]] = []
+    for index, source in enumerate(sources):
+        rows = [row for row in days if row[1] == source]
+        colour = SOURCE_COLOURS[index % len(SOURCE_COLOURS)]
+        x = [day.isoformat() for day, _, _, _ in rows]
+        data.append(
+            {
+                "type": "bar",
+                "name": f"{source} uncached",
+                "x": x,
+                "y": [uncached for _, _, uncached, _ in rows],
+                "marker": {"color": colour},
+                "hovertemplate": f"{source}: %{{y:,}} uncached tokens<extra></extra>",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{source} hit rate",
+                "x": x,
+                "y": [rate for _, _, _, rate in rows],
+                "yaxis": "y2",
+                "line": {"color": colour, "dash": "dot"},
+                "hovertemplate": f"{source}: %{{y:.1%}} hit rate<extra></extra>",
+            }
+        )
+    layout = _layout("Uncached input and hit rate per day, by source", y="uncached tokens", x="day")
+    layout["hovermode"] = "closest"
+    layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"}
+    return {"data": data, "layout": layout}
+
+
+def warnings_by_kind_chart(kinds: Sequence[tuple[str, int]]) -> Figure:
+    """How many times each kind of self-check warning was seen, across the fleet."""
+    layout = _layout("Warnings by kind", y="times seen", x="kind")
+    layout["hovermode"] = "closest"
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": [kind for kind, _ in kinds],
+                "y": [count for _, count in kinds],
+                "marker": {"color": "#b7791f"},
+                "hovertemplate": "%{x}: %{y:,}<extra></extra>",
+            }
+        ],
+        "layout": layout,
+    }

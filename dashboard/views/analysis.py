@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from django.db.models import Sum
@@ -23,12 +24,15 @@ from dashboard.charts import (
     CacheabilityBar,
     RequestBar,
     fleet_hit_rate_chart,
+    fleet_sources_chart,
     session_cacheability_chart,
     session_requests_chart,
+    warnings_by_kind_chart,
 )
-from dashboard.models import Block, Request, RequestAnalysis, Session, SessionAnalysis
+from dashboard.models import Block, Request, RequestAnalysis, Session, SessionAnalysis, Warning
 from dashboard.roles import OPERATOR, role_required
 from dashboard.services.analysis import analysis_request
+from dashboard.services.costs import session_cost_compute
 from projections.cache.causes import smallest_span
 from projections.records import JSON
 
@@ -38,6 +42,8 @@ CHANGED_CHARS = 600
 """A changed span longer than this shows its two ends around a fold."""
 FLEET_DAYS = 90
 TOP_REWRITERS = 10
+RECENT_MISSES = 10
+WASTE_CANDIDATES = 50
 
 LABEL_REMEDIES = {
     "no-breakpoint": "Put a cache_control marker on the last block that stays the same between requests.",
@@ -280,6 +286,49 @@ def session_analyse(request: HttpRequest, session_id: int) -> HttpResponse:
 # --- the overview --------------------------------------------------------------------------------
 
 
+def _fleet_days_by_source() -> list[tuple[date, str, int, float | None]]:
+    """Per day and source: uncached input tokens and hit rate, aggregated in SQL."""
+    rows = (
+        Request.objects.filter(started_at__isnull=False)
+        .annotate(day=TruncDay("started_at"))
+        .values("day", "session__source__name")
+        .annotate(
+            read=Sum("cache_read_tokens"),
+            uncached=Sum("uncached_input_tokens"),
+            write_5m=Sum("cache_write_5m_tokens"),
+            write_1h=Sum("cache_write_1h_tokens"),
+        )
+        .order_by("day", "session__source__name")
+    )
+    out: list[tuple[date, str, int, float | None]] = []
+    for row in rows:
+        prompt = sum(row[k] or 0 for k in ("read", "uncached", "write_5m", "write_1h"))
+        rate = row["read"] / prompt if row["read"] is not None and prompt else None
+        out.append((row["day"].date(), row["session__source__name"], row["uncached"] or 0, rate))
+    cutoff = sorted({day for day, _, _, _ in out})[-FLEET_DAYS:]
+    return [row for row in out if row[0] in set(cutoff)]
+
+
+def top_wasted_writes() -> list[dict[str, Any]]:
+    """The sessions whose cache writes were most often never read back, by wasted write cost.
+
+    The waste of a session needs its requests in order, so it is computed for the sessions that
+    wrote the most (the only ones that can waste much) and ranked among those.
+    """
+    candidates = Session.objects.select_related("source").order_by("-cache_write_tokens", "id")[
+        :WASTE_CANDIDATES
+    ]
+    ranked = []
+    for session in candidates:
+        cost = session_cost_compute(session=session)
+        if cost.wasted_write_tokens:
+            ranked.append(
+                {"session": session, "tokens": cost.wasted_write_tokens, "cost": cost.wasted_write_cost}
+            )
+    ranked.sort(key=lambda row: (-row["cost"], -row["tokens"]))
+    return ranked[:TOP_REWRITERS]
+
+
 def fleet_cache_context() -> dict[str, Any]:
     """Fleet hit rate per day (aggregated in SQL) and the sessions that re-wrote the most tokens."""
     days = (
@@ -306,8 +355,19 @@ def fleet_cache_context() -> dict[str, Any]:
         .order_by("-rewritten", "session")[:TOP_REWRITERS]
     )
     sessions = Session.objects.select_related("source").in_bulk([r["session"] for r in rewriters])
+    by_source = _fleet_days_by_source()
+    kinds = list(Warning.objects.values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind"))
+    misses = (
+        RequestAnalysis.objects.filter(material=True)
+        .select_related("request", "session", "session__source")
+        .order_by("-request__started_at", "-id")[:RECENT_MISSES]
+    )
     return {
         "fleet_hit_rate_chart": fleet_hit_rate_chart(points) if points else None,
+        "fleet_sources_chart": fleet_sources_chart(by_source) if by_source else None,
+        "warnings_chart": warnings_by_kind_chart(kinds) if kinds else None,
+        "recent_misses": list(misses),
+        "wasters": top_wasted_writes(),
         "fleet_days": points,
         "rewriters": [
             {"session": sessions[r["session"]], "rewritten": r["rewritten"]}

@@ -154,3 +154,33 @@ def test_the_warnings_filter_answers_htmx_with_the_table_alone(viewer_client: Cl
     assert body.lstrip().startswith('<section id="warning-table"')
     assert "credited &lt;b&gt;too&lt;/b&gt; much" in body
     assert "<h1>" not in body
+
+
+@pytest.mark.django_db
+def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warnings(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    session = analysed_session(tmp_path)
+    other_source = Source.objects.create(name="farm")
+    wasteful = Session.objects.create(source=other_source, external_id="wasteful", format="claude-code")
+    # Writes 10,000 tokens, then the next call comes back after the 5-minute TTL: nothing is read.
+    usage_row(wasteful, 0, START, 0, 10_000, uncached=0)
+    usage_row(wasteful, 1, START + timedelta(minutes=20), 0, 10_000, uncached=0)
+    Warning.objects.create(session=wasteful, kind="over-credit", place="main", message="m", count=3)
+
+    response = viewer_client.get(reverse("dashboard:overview"))
+    chart = response.context["fleet_sources_chart"]
+    names = [trace["name"] for trace in chart["data"]]
+    assert {"farm uncached", "farm hit rate", f"{session.source.name} uncached"} <= set(names)
+    wasters = response.context["wasters"]
+    assert wasters[0]["session"] == wasteful
+    assert wasters[0]["tokens"] == 20_000  # neither write was read back within its TTL
+    kinds = dict(
+        zip(*[response.context["warnings_chart"]["data"][0][axis] for axis in ("x", "y")], strict=True)
+    )
+    assert kinds["over-credit"] == 3
+    misses = response.context["recent_misses"]
+    assert all(miss.material for miss in misses)
+    page = response.content.decode()
+    assert "Top wasted cache writes" in page
+    assert "Warnings by kind" in page
