@@ -48,6 +48,15 @@ class CacheabilityBar:
     rest: int
 
 
+DAY_AXIS: dict[str, Any] = {
+    "title": {"text": "day"},
+    "type": "date",
+    "tickformat": "%Y-%m-%d",
+    "dtick": 86_400_000,
+}
+"""Whole days on the axis: with one day of data plotly would otherwise label it in milliseconds."""
+
+
 def _layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
     return {
         "title": {"text": title, "font": {"size": 14}},
@@ -58,7 +67,7 @@ def _layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
         "xaxis": {"title": {"text": x}},
         "yaxis": {"title": {"text": y}},
         "height": 360,
-    }
+    } | ({"xaxis": DAY_AXIS} if x == "day" else {})
 
 
 def session_requests_chart(bars: Sequence[RequestBar]) -> Figure:
