@@ -126,8 +126,11 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Background jobs. Without a broker they run in the web process, right after the transaction that
 # enqueued them commits, so the embedded default needs nothing else installed.
-CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", {"redis", "rediss", "amqp", "amqps", "pyamqp", "memory"})
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+_broker_url = env_url("CELERY_BROKER_URL", {"redis", "rediss", "amqp", "amqps", "pyamqp", "memory"})
+CELERY_TASK_ALWAYS_EAGER = not _broker_url
+# In-process tasks never reach a broker; naming the in-memory one keeps Celery from reaching for
+# its default AMQP server on localhost.
+CELERY_BROKER_URL = _broker_url or "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
