@@ -128,7 +128,7 @@ def _previous_request(call: Request, data: dict[str, JSON]) -> Request | None:
 def _change_sides(
     previous: Request | None, call: Request, change: dict[str, Any]
 ) -> tuple[UnitSide, UnitSide]:
-    position = int(change["position"])
+    position = _content_change(previous, call, int(change["position"]))
     old_hash = _unit_hash(previous, position)
     new_hash = _unit_hash(call, position)
     blocks = Block.objects.in_bulk([h for h in (old_hash, new_hash) if h])
@@ -141,6 +141,21 @@ def _change_sides(
         _side(previous, old_block, old_text, span.start, span.old_end),
         _side(call, new_block, new_text, span.start, span.new_end),
     )
+
+
+def _content_change(previous: Request | None, call: Request, position: int) -> int:
+    """Where the content first differs, at or after the first change of the prefix.
+
+    A re-keying parameter (images present, tool_choice, thinking) changes the prefix at the start
+    of its tier while the unit there is byte-identical; the side-by-side view shows the first unit
+    whose bytes did change (the stripped image, say) instead of two equal texts.
+    """
+    if previous is None:
+        return position
+    for index in range(position, min(len(previous.units), len(call.units))):
+        if previous.units[index][0] != call.units[index][0]:
+            return index
+    return position
 
 
 def _unit_hash(call: Request | None, position: int) -> str | None:

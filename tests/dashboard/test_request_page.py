@@ -113,3 +113,35 @@ def test_a_miss_without_a_changed_prefix_shows_the_remedy_of_its_label(
     assert response.context["analysis"].label == "ttl-expired"
     assert response.context["remedy"] == LABEL_REMEDIES["ttl-expired"]
     assert "use ttl 1h on the stable prefix" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_stripped_last_image_shows_the_image_and_its_placeholder_side_by_side(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR" * 400}}
+    with_image = [
+        {"role": "user", "content": [text("Look at this screenshot."), image, text("Why?", marked=True)]}
+    ]
+    stripped = [
+        {
+            "role": "user",
+            "content": [text("Look at this screenshot."), text("[image removed]"), text("Why?")],
+        },
+        {"role": "assistant", "content": [text("It renders blank.")]},
+        {"role": "user", "content": [text("Fix it.", marked=True)]},
+    ]
+    records = [
+        capture(body(with_image), key="msg_1", at=START, read=0, write=3000),
+        capture(body(stripped), key="msg_2", at=START + timedelta(minutes=1), read=1500, write=1600),
+    ]
+    session = ingest_captures(tmp_path, records)
+    session_analyse(session_id=session.pk)
+    page = viewer_client.get(
+        Request.objects.get(session=session, key="msg_2").get_absolute_url()
+    ).content.decode()
+    assert "image-stripped" in page
+    assert "This request · text · 15 characters" in page  # the placeholder text ...
+    assert "Previous request · image · 24 characters" in page  # ... where the image was
+    assert "/png: 1,500 bytes</mark>]" in page  # shown by its size
+    assert "iVBORiVBOR" not in page
