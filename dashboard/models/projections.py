@@ -9,12 +9,6 @@ from django.urls import reverse
 from dashboard.models.sessions import Session
 
 
-class ProjectionRowQuerySet(models.QuerySet["ProjectionRow"]):
-    def of_key(self, key: str, ver: int | None = None) -> ProjectionRowQuerySet:
-        rows = self.filter(key=key)
-        return rows if ver is None else rows.filter(ver=ver)
-
-
 class ProjectionRow(models.Model):
     """The state of projection ``key`` under state version ``ver`` after event ``seq`` of a session.
 
@@ -34,8 +28,6 @@ class ProjectionRow(models.Model):
         blank=True, help_text="Why the fold stopped after seq; empty when it reached the end."
     )
     updated_at = models.DateTimeField(auto_now=True)
-
-    objects = ProjectionRowQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -11,9 +11,6 @@ EVENTS_PER_PAGE = 100
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
-    def top_level(self) -> SessionQuerySet:
-        return self.filter(parent__isnull=True)
-
     def search(self, text: str) -> SessionQuerySet:
         text = text.strip()
         if not text:

@@ -110,9 +110,3 @@ def lineage_counts(calls: Iterable[Call]) -> dict[str, int]:
     for call in calls:
         counts[call.lineage] = counts.get(call.lineage, 0) + 1
     return counts
-
-
-def load_manifest(root: Path) -> dict[str, Any]:
-    """The JSON data of ``root/manifest.json`` (for tools that only need the figures)."""
-    data: dict[str, Any] = json.loads((root / MANIFEST_NAME).read_text(encoding="utf-8"))
-    return data

@@ -184,15 +184,3 @@ def _reason(error: Exception) -> str:
     if isinstance(error, UnicodeDecodeError):
         return f"invalid UTF-8 at byte {error.start} of the line ({error.reason})"
     return str(error)
-
-
-def first_json_objects(path: Path, *, max_lines: int = 1) -> list[dict[str, JSON]]:
-    """The first ``max_lines`` JSON objects of a log (bad lines skipped), for detection and headers."""
-    found: list[dict[str, JSON]] = []
-    with LogLines(path) as log:
-        for line in log.json_lines():
-            if line.value is not None:
-                found.append(line.value)
-                if len(found) >= max_lines:
-                    break
-    return found

@@ -369,11 +369,6 @@ CASES: dict[str, Callable[[Path], BadInput]] = {
 }
 
 
-def build_corpus(folder: Path) -> list[BadInput]:
-    """Write every small case under ``folder`` and return them."""
-    return [case(folder) for case in CASES.values()]
-
-
 # --- the large cases, streamed to disk --------------------------------------------------------------
 
 

@@ -2,16 +2,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _empty_cache() -> None:
-    cache.clear()
 
 
 def test_pages_carry_a_self_only_content_security_policy(viewer_client: Client) -> None:
