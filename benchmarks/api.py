@@ -34,6 +34,25 @@ HOST = "127.0.0.1"
 BASE_MS = 1_767_225_600_000
 
 
+def scratch_database(label: str, *, data_name: str) -> tuple[str, str, dict[str, str]]:
+    """Create a scratch database on the server ``DATABASE_URL`` names; return the server URL, the
+    database's name and the environment the app's processes run with against it."""
+    server_url = os.environ.get("DATABASE_URL", "")
+    if not server_url.startswith(("postgres://", "postgresql://")):
+        sys.exit("set DATABASE_URL to a PostgreSQL URL; a scratch database is created on its server")
+    database = f"cachescope_{label}_{os.getpid()}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": server_url.rsplit("/", 1)[0] + "/" + database,
+        "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14"),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "CACHESCOPE_DATA_DIR": str(ROOT / "data" / data_name),
+        "LOG_LEVEL": "ERROR",
+    }
+    _database(server_url, f"CREATE DATABASE {database}")
+    return server_url, database, env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -47,21 +66,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300, help="Stop sending after this many seconds.")
     args = parser.parse_args()
 
-    server_url = os.environ.get("DATABASE_URL", "")
-    if not server_url.startswith(("postgres://", "postgresql://")):
-        sys.exit("set DATABASE_URL to a PostgreSQL URL; a scratch database is created on its server")
-    database = f"cachescope_api_bench_{os.getpid()}"
-    scratch_url = server_url.rsplit("/", 1)[0] + "/" + database
-    broker = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
-    env = {
-        **os.environ,
-        "DATABASE_URL": scratch_url,
-        "CELERY_BROKER_URL": broker,
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "CACHESCOPE_DATA_DIR": str(ROOT / "data" / "api-bench"),
-        "LOG_LEVEL": "ERROR",
-    }
-    _database(server_url, f"CREATE DATABASE {database}")
+    server_url, database, env = scratch_database("api_bench", data_name="api-bench")
     processes: list[subprocess.Popen[bytes]] = []
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)

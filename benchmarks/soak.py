@@ -36,7 +36,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.api import BIN, HOST, _database, _free_port, _start, _token, _wait_for_port  # noqa: E402
+from benchmarks.api import (  # noqa: E402
+    BIN,
+    HOST,
+    _database,
+    _free_port,
+    _start,
+    _token,
+    _wait_for_port,
+    scratch_database,
+)
 
 BASE_MS = 1_767_225_600_000
 EVENTS_PER_BATCH = 40
@@ -145,20 +154,7 @@ def main() -> None:
     parser.add_argument("--keep-database", action="store_true", help="Leave the scratch database for a look.")
     args = parser.parse_args()
 
-    server_url = os.environ.get("DATABASE_URL", "")
-    if not server_url.startswith(("postgres://", "postgresql://")):
-        sys.exit("set DATABASE_URL to a PostgreSQL URL; a scratch database is created on its server")
-    database = f"cachescope_soak_{os.getpid()}"
-    scratch_url = server_url.rsplit("/", 1)[0] + "/" + database
-    env = {
-        **os.environ,
-        "DATABASE_URL": scratch_url,
-        "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14"),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "CACHESCOPE_DATA_DIR": str(ROOT / "data" / "soak"),
-        "LOG_LEVEL": "ERROR",
-    }
-    _database(server_url, f"CREATE DATABASE {database}")
+    server_url, database, env = scratch_database("soak", data_name="soak")
     processes: list[subprocess.Popen[bytes]] = []
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
@@ -179,7 +175,7 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 process.kill()
         if args.keep_database:
-            print(f"kept           {scratch_url}")
+            print(f"kept           {env['DATABASE_URL']}")
         else:
             _database(server_url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
     sys.exit(0 if ok else 1)
