@@ -37,7 +37,7 @@ from projections.cache.receipts import (
 )
 from projections.cache.record import render_record
 from projections.cache.transcript import TranscriptCall, predict_transcript
-from projections.cache.units import RenderCache, RenderedRequest, RenderError, render_request
+from projections.cache.units import RenderedRequest, RenderError, render_request
 from projections.cache.warnings import CacheWarning, over_credit, render_mismatch, unexplained_miss
 from projections.formats import read_sessions
 from projections.records import JSON, EventRecord, LineError, RequestRecord, Usage
@@ -54,8 +54,6 @@ ANALYSIS_KINDS = (
 CLIENT_RECORD_PLACE = "client record"
 """Places of unreadable client records start with this, so the analysis owns exactly those rows."""
 WRITE_BATCH = 500
-RENDER_CACHE_LIMIT = 100_000
-"""Distinct blocks and chain links one session's render cache keeps before it starts over."""
 _ORDINAL_REF = re.compile(r"#?(\d+)")
 _CONTENT_BLOCK_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
 
@@ -234,9 +232,7 @@ def _message(api: str, units: list[list[Any]], values: list[JSON]) -> JSON:
     return message
 
 
-def stored_record(
-    row: Request, raws: Mapping[str, JSON], *, cache: RenderCache | None = None
-) -> RequestRecord:
+def stored_record(row: Request, raws: Mapping[str, JSON]) -> RequestRecord:
     """The stored request as the engine takes it, with its body rebuilt when it had one.
 
     Raises :class:`StoredRequestError` when the rebuilt body does not render to the stored units.
@@ -246,7 +242,7 @@ def stored_record(
     if row.has_body:
         body = stored_body(row, raws)
         try:
-            rendered = render_request(row.provider, row.api, body, usage=usage, cache=cache)
+            rendered = render_request(row.provider, row.api, body, usage=usage)
         except RenderError as error:
             raise StoredRequestError(f"request {row.pk}: the rebuilt body does not render: {error}") from None
         _check_rendering(row, rendered)
@@ -281,8 +277,6 @@ def block_raws(hashes: Iterable[str]) -> dict[str, JSON]:
 def analyse_records(
     records: Sequence[RequestRecord],
     events: Sequence[EventRecord] = (),
-    *,
-    render_cache: RenderCache | None = None,
 ) -> RecordsAnalysis:
     """Analyse a session's requests with its client records; the same for a file and for the store.
 
@@ -318,7 +312,7 @@ def analyse_records(
             render_records.append((event, request))
     ordered = sorted(records, key=_start_order)
     if any(r.body is not None for r in records):
-        results, engine = _analyse_bodies(ordered, credits, out.findings, render_cache)
+        results, engine = _analyse_bodies(ordered, credits, out.findings)
         for event, request in render_records:
             rendered = engine.get(request.key)
             if rendered is None:
@@ -380,7 +374,6 @@ def _analyse_bodies(
     ordered: Sequence[RequestRecord],
     credits: Mapping[str, CreditRecord],
     findings: list[Finding],
-    render_cache: RenderCache | None,
 ) -> tuple[list[RequestResult], dict[str, RenderedRequest]]:
     usable: list[RequestRecord] = []
     for record in ordered:
@@ -396,7 +389,7 @@ def _analyse_bodies(
             )
             record = _without_body(record)
         usable.append(record)
-    analyses = analyse_lineage(usable, credits=credits, render_cache=render_cache)
+    analyses = analyse_lineage(usable, credits=credits)
     written: set[str] = set()
     previous: dict[str, EngineAnalysis] = {}
     results: list[RequestResult] = []
@@ -689,15 +682,13 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
     session = Session.objects.get(pk=session_id)
     rows = list(Request.objects.filter(session=session).order_by("ordinal"))
     _progress(session_id, owner, total=len(rows), done=0)
-    # One cache for the session: its requests re-send the same blocks, so each renders once.
-    render_cache = RenderCache(limit=RENDER_CACHE_LIMIT)
     try:
         raws = block_raws(unit[0] for row in rows if row.has_body for unit in row.units)
         records: list[RequestRecord] = []
         findings: list[Finding] = []
         for row in rows:
             try:
-                records.append(stored_record(row, raws, cache=render_cache))
+                records.append(stored_record(row, raws))
             except StoredRequestError as error:
                 findings.append(
                     Finding(
@@ -717,9 +708,7 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
             .filter(Q(type__startswith="compaction/") | Q(type__in=("system/message", "request/header")))
             .only("seq", "type", "time", "data", "surface_op")
         ]
-        result = analyse_records(
-            records, events + [e for e in boundaries if is_boundary(e)], render_cache=render_cache
-        )
+        result = analyse_records(records, events + [e for e in boundaries if is_boundary(e)])
         result.findings[:0] = findings
         if not _store(session, rows, result, owner):
             return result  # a newer ingest re-queued the session: the next run writes

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.models import Block
-from projections.cache.units import RenderCache, render_request
+from projections.cache.units import render_request
 from projections.records import RequestRecord
 
 
@@ -25,17 +25,11 @@ class StoredRendering:
     warnings: list[str]
 
 
-RENDER_CACHE_LIMIT = 100_000
-"""Distinct blocks and chain links an ingest keeps rendered before its cache starts over."""
-
-
 class BlockStore:
     def __init__(self) -> None:
         self._known: set[str] = set()
         self._written: set[str] = set()  # written inside the open transaction, not yet committed
         self._pending: dict[str, Block] = {}
-        # Consecutive requests of a conversation re-send their history: render each block once.
-        self.render_cache = RenderCache(limit=RENDER_CACHE_LIMIT)
 
     def render(self, record: RequestRecord) -> StoredRendering:
         """Render ``record``'s body into units, queue its unseen blocks, and return the row's fields.
@@ -44,13 +38,13 @@ class BlockStore:
         tokens are calibrated to the provider's reported prompt total when usage is present.
         """
         assert record.body is not None
-        rendered = render_request(
-            record.provider, record.api, record.body, usage=record.usage, cache=self.render_cache
-        )
-        for block in rendered.blocks():
-            seen = block.hash in self._known or block.hash in self._written
-            if not seen and block.hash not in self._pending:
-                self._pending[block.hash] = Block(
+        rendered = render_request(record.provider, record.api, record.body, usage=record.usage)
+        # Consecutive requests of a conversation re-send their history: only the units whose hash
+        # this store has not met yet are copied out of the rendering.
+        for i, block_hash in enumerate(rendered.block_hashes):
+            if block_hash not in self._pending and not self.has(block_hash):
+                block = rendered.block(i)
+                self._pending[block_hash] = Block(
                     hash=block.hash,
                     kind=block.kind,
                     canonical=block.canonical.decode("utf-8"),
@@ -74,6 +68,10 @@ class BlockStore:
         return StoredRendering(
             params=dict(rendered.params), units=units, markers=markers, warnings=list(rendered.warnings)
         )
+
+    def has(self, block_hash: str) -> bool:
+        """True when the block is stored, or written by the open transaction."""
+        return block_hash in self._known or block_hash in self._written
 
     def flush(self) -> None:
         """Write the queued blocks that the database does not hold yet."""

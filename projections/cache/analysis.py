@@ -14,7 +14,7 @@ from projections.cache.causes import Cause, classify_change
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.providers import CachePredictor, CallInput, Prediction, cache_facts
 from projections.cache.receipts import CreditRecord, WireReceipt, verify_wire_receipt
-from projections.cache.units import RenderCache, RenderedRequest, Tier, render_request
+from projections.cache.units import RenderedRequest, Tier, render_request
 from projections.cache.warnings import (
     CacheWarning,
     marker_limit,
@@ -125,14 +125,11 @@ def analyse_lineage(
     requests: Sequence[RequestRecord],
     credits: Mapping[str, CreditRecord] | None = None,
     receipts: Mapping[str, WireReceipt] | None = None,
-    *,
-    render_cache: RenderCache | None = None,
 ) -> LineageAnalysis:
     """Analyse requests in the order given (start order); each is diffed against the previous
     request of its own lineage, and one cache state is shared by all of them.
 
-    ``credits`` and ``receipts`` are the client's own records, keyed by request key. A
-    ``render_cache`` lets consecutive requests skip re-rendering the blocks they share.
+    ``credits`` and ``receipts`` are the client's own records, keyed by request key.
     """
     credits = credits or {}
     receipts = receipts or {}
@@ -143,9 +140,7 @@ def analyse_lineage(
         if request.body is None:
             out.append(_usage_only(request, credits.get(request.key)))
             continue
-        rendered = render_request(
-            request.provider, request.api, request.body, usage=request.usage, cache=render_cache
-        )
+        rendered = render_request(request.provider, request.api, request.body, usage=request.usage)
         facts = cache_facts(request.platform, rendered.model)
         prev = previous.get(request.lineage)
         diff = None

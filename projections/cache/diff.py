@@ -117,7 +117,7 @@ def first_change(prev: RenderedRequest, cur: RenderedRequest, shared: int) -> Ch
     if shared < len(cur):
         offset = None
         if shared < len(prev):
-            offset = first_changed_byte(prev.canonicals[shared], cur.canonicals[shared])
+            offset = first_changed_byte(prev.canonical(shared), cur.canonical(shared))
         return ChangedUnit(shared, cur.tiers[shared], cur.identity(shared), offset, header_changed)
     # The request ends inside the previous one: the change is the removal of prev's unit here.
     return ChangedUnit(shared, prev.tiers[shared], prev.identity(shared), 0, header_changed)

@@ -77,7 +77,7 @@ def _utf16_length(text: str) -> int:
 
 def membrane_prefix(rendered: RenderedRequest, through: int) -> tuple[str, int]:
     """(SHA-256 hex, estimated offset) of the units ``0..through`` under membrane's scheme."""
-    data = b"[" + b",".join(rendered.canonicals[: through + 1]) + b"]"
+    data = rendered.canonical_list(through)
     return sha256(data).hexdigest(), _utf16_length(data.decode("utf-8")) // 4
 
 

@@ -6,36 +6,43 @@ BLAKE2b block hash, and a prefix hash chained over every earlier unit with the m
 cache-keying parameters as a header. Two requests share a cached prefix exactly as far as their
 prefix-hash lists agree, so a diff never has to look at content that did not change.
 
-The render keeps parallel lists rather than one object per unit: a 6,000-message request has
-tens of thousands of units and per-object overhead would dominate the cost of hashing them.
+The render keeps parallel lists rather than one object per unit, builds them a message at a time,
+and serializes and hashes all units in one pass (``canonical.hash_units``): a 6,000-message request
+has thousands of units, and per-unit interpreter work would otherwise dominate the cost of hashing
+their bytes.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from hashlib import blake2b
-from itertools import accumulate
-from json.encoder import encode_basestring
+from itertools import accumulate, repeat
+from operator import mul, ne, not_, or_, sub, truediv
 from typing import Literal
 
+from projections.cache import accel
+from projections.cache.canonical import canonical_bytes, digest, hash_units, without_control
 from projections.records import JSON, Usage
 
 Tier = Literal["tools", "system", "messages"]
 
 TIERS: tuple[Tier, ...] = ("tools", "system", "messages")
 
-DIGEST_SIZE = 16
-"""Bytes of every BLAKE2b digest: 128 bits is ample for content addressing inside one store."""
-
 IMAGE_TOKEN_ESTIMATE = 1_600
 """A full-size image costs about (width x height) / 750 ≈ 1,600 tokens (Anthropic vision docs);
 the base64 length says nothing useful about it, and calibration corrects the total anyway."""
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_ROLE_TAG = {"user": b"u", "assistant": b"a", "system": b"s", "developer": b"d", "tool": b"t"}
-_TIER_TAG: dict[str, bytes] = {"tools": b"T", "system": b"S", "messages": b"M"}
+_ROLE_TAG = {
+    "user": ord("u"),
+    "assistant": ord("a"),
+    "system": ord("s"),
+    "developer": ord("d"),
+    "tool": ord("t"),
+}
+_UNKNOWN_ROLE = ord("?")
+_TIER_TAG = {"tools": ord("T"), "system": ord("S"), "messages": ord("M")}
+_BOUNDARY = {True: ord("|"), False: ord(".")}
+"""A unit that starts a new message links with ``|``, a later block of the same message with ``.``."""
 _RUN_KINDS = frozenset({"tool_use", "tool_result"})
 _TIER_DEPTH: dict[str, int] = {tier: depth for depth, tier in enumerate(TIERS)}
 
@@ -102,7 +109,6 @@ class RenderedRequest:
     kinds: list[str]
     block_hashes: list[str]
     prefix_hashes: list[str]
-    canonicals: list[bytes]
     chars: list[int]
     raws: list[JSON]
     lookback_groups: list[int]
@@ -136,7 +142,7 @@ class RenderedRequest:
             identity=self.identity(i),
             block_hash=self.block_hashes[i],
             prefix_hash=self.prefix_hashes[i],
-            canonical=self.canonicals[i],
+            canonical=self.canonical(i),
             chars=self.chars[i],
             tokens=self.tokens[i],
             raw=self.raws[i],
@@ -153,12 +159,26 @@ class RenderedRequest:
         owner = self.message_ids[i] or f"#{mi}"
         return f"{tier}:{owner}.{self.block_indexes[i]}"
 
+    def canonical(self, i: int) -> bytes:
+        """The canonical bytes of unit ``i``, serialized again: a rendering keeps no copy of the prompt."""
+        return canonical_bytes(without_control(self.raws[i]))
+
+    @property
+    def canonicals(self) -> list[bytes]:
+        """Every unit's canonical bytes, in order."""
+        return [self.canonical(i) for i in range(len(self.raws))]
+
+    def canonical_list(self, through: int) -> bytes:
+        """The JSON array of the canonical bytes of units ``0..through`` (``[]`` below 0)."""
+        return b"[" + b",".join(self.canonical(i) for i in range(through + 1)) + b"]"
+
+    def block(self, i: int) -> Block:
+        """The content-addressed :class:`Block` of unit ``i``."""
+        return Block(self.block_hashes[i], self.kinds[i], self.canonical(i), self.chars[i], self.tokens[i])
+
     def blocks(self) -> list[Block]:
         """One :class:`Block` per unit, in order (duplicates included; the store dedupes by hash)."""
-        return [
-            Block(self.block_hashes[i], self.kinds[i], self.canonicals[i], self.chars[i], self.tokens[i])
-            for i in range(len(self.block_hashes))
-        ]
+        return [self.block(i) for i in range(len(self.block_hashes))]
 
     def prefix_tokens(self, position: int) -> int:
         """Tokens of the prefix through unit ``position`` inclusive."""
@@ -166,12 +186,7 @@ class RenderedRequest:
 
     def tier_start(self, tier: Tier) -> int:
         """Position of the first unit of ``tier`` or later; the unit count if there is none."""
-        for candidate in TIERS[TIERS.index(tier) :]:
-            try:
-                return self.tiers.index(candidate)
-            except ValueError:
-                continue
-        return len(self.tiers)
+        return tier_start(self.tiers, tier)
 
     @property
     def total_tokens(self) -> int:
@@ -179,148 +194,18 @@ class RenderedRequest:
         return self.cum_tokens[-1] + self.unattributed_tokens
 
 
-class RenderCache:
-    """What rendering already worked out for earlier requests of a conversation.
-
-    Consecutive requests re-send almost every block: the canonical bytes and digest of each text
-    block, and each link of the prefix-hash chain, are kept here so the next request computes only
-    what is new. Results are identical with or without a cache; it is bounded and starts over when
-    full.
-    """
-
-    def __init__(self, *, limit: int = 500_000) -> None:
-        self.limit = limit
-        self.texts: dict[str, tuple[str, bytes, bytes, str]] = {}
-        self.links: dict[bytes, tuple[bytes, str]] = {}
-
-    def text_block(self, text: str) -> tuple[str, bytes, bytes, str]:
-        """Canonical text, its bytes, digest and hex digest of a ``{"type": "text"}`` block."""
-        known = self.texts.get(text)
-        if known is None:
-            canonical = '{"text":' + encode_basestring(text) + ',"type":"text"}'
-            data = canonical.encode("utf-8")
-            digest = blake2b(data, digest_size=DIGEST_SIZE).digest()
-            known = (canonical, data, digest, digest.hex())
-            if len(self.texts) >= self.limit:
-                self.texts.clear()
-            self.texts[text] = known
-        return known
-
-    def link(self, key: bytes) -> tuple[bytes, str]:
-        """The next chain value for ``key`` (the chain so far, a digest and the unit's framing)."""
-        known = self.links.get(key)
-        if known is None:
-            chain = blake2b(key, digest_size=DIGEST_SIZE).digest()
-            known = (chain, chain.hex())
-            if len(self.links) >= self.limit:
-                self.links.clear()
-            self.links[key] = known
-        return known
-
-
-class _Builder:
-    """Accumulates the parallel lists; one method call per unit keeps the hot loop small."""
-
-    def __init__(self, cache: RenderCache | None = None) -> None:
-        self.cache = cache
-        self.digests: list[bytes] = []
-        self.tiers: list[Tier] = []
-        self.roles: list[str] = []
-        self.message_indexes: list[int | None] = []
-        self.block_indexes: list[int | None] = []
-        self.message_ids: list[str | None] = []
-        self.kinds: list[str] = []
-        self.block_hashes: list[str] = []
-        self.prefix_hashes: list[str] = []
-        self.canonicals: list[bytes] = []
-        self.chars: list[int] = []
-        self.raws: list[JSON] = []
-        self.groups: list[int] = []
-        self.markers: list[Marker] = []
-        self.images = False
-        self.citations = False
-        self._group = -1
-        self._last_kind = ""
-
-    def add(
-        self,
-        tier: Tier,
-        role: str,
-        message_index: int | None,
-        block_index: int | None,
-        message_id: str | None,
-        kind: str,
-        raw: JSON,
-    ) -> None:
-        if self.cache is not None and type(raw) is dict and raw.get("type") == "text" and _plain_text(raw):
-            text, data, digest, hex_digest = self.cache.text_block(raw["text"])
-        else:
-            text = canonical_text(raw)
-            data = text.encode("utf-8")
-            digest = blake2b(data, digest_size=DIGEST_SIZE).digest()
-            hex_digest = digest.hex()
-        self.digests.append(digest)
-        if kind != self._last_kind or kind not in _RUN_KINDS:
-            self._group += 1
-            self._last_kind = kind
-        self.tiers.append(tier)
-        self.roles.append(role)
-        self.message_indexes.append(message_index)
-        self.block_indexes.append(block_index)
-        self.message_ids.append(message_id)
-        self.kinds.append(kind)
-        self.block_hashes.append(hex_digest)
-        self.canonicals.append(data)
-        self.chars.append(len(text))
-        self.raws.append(raw)
-        self.groups.append(self._group)
-        if kind == "image":
-            self.images = True
-        elif kind == "document" and isinstance(raw, dict) and isinstance(raw.get("citations"), dict):
-            self.citations = self.citations or bool(raw["citations"].get("enabled"))
-        if type(raw) is dict and "cache_control" in raw:
-            self.markers.append(Marker(len(self.tiers) - 1, _ttl(raw["cache_control"])))
-
-
-def _plain_text(raw: Mapping[str, JSON]) -> bool:
-    """A text block with nothing but its text (and perhaps a marker): the cacheable common case."""
-    keys = len(raw) - ("cache_control" in raw)
-    return keys == 2 and isinstance(raw.get("text"), str)
-
-
-def canonical_text(raw: JSON) -> str:
-    """Stable JSON of a unit without ``cache_control``: sorted keys, no whitespace, raw UTF-8."""
-    if isinstance(raw, str):
-        return encode_basestring(raw)
-    if isinstance(raw, dict):
-        if "cache_control" in raw:
-            raw = {k: v for k, v in raw.items() if k != "cache_control"}
-        if len(raw) == 2 and raw.get("type") == "text":
-            text = raw.get("text")
-            if isinstance(text, str):
-                # The most common block by far; building it by hand skips the generic encoder.
-                return '{"text":' + encode_basestring(text) + ',"type":"text"}'
-        if raw.get("type") == "tool_result" and isinstance(raw.get("content"), list):
-            raw = dict(raw)
-            raw["content"] = [_without_control(part) for part in raw["content"]]
-    return _ENCODER.encode(raw)
-
-
-def block_hash(raw: JSON) -> str:
-    """BLAKE2b-128 (hex) of a unit's canonical bytes."""
-    return blake2b(canonical_text(raw).encode("utf-8"), digest_size=DIGEST_SIZE).hexdigest()
-
-
-def _without_control(part: JSON) -> JSON:
-    if isinstance(part, dict) and "cache_control" in part:
-        return {k: v for k, v in part.items() if k != "cache_control"}
-    return part
-
-
-def _ttl(control: JSON) -> str:
-    if isinstance(control, dict) and control.get("ttl") == "1h":
-        return "1h"
-    return "5m"
+_KIND_ALIASES: dict[str, str] = {
+    "redacted_thinking": "thinking",
+    "reasoning": "thinking",
+    "input_text": "text",
+    "output_text": "text",
+    "input_image": "image",
+    "image_url": "image",
+    "function_call": "tool_use",
+    "custom_tool_call": "tool_use",
+    "function_call_output": "tool_result",
+    "custom_tool_call_output": "tool_result",
+}
 
 
 def _kind(block: JSON) -> str:
@@ -328,19 +213,148 @@ def _kind(block: JSON) -> str:
         return "text"
     if isinstance(block, dict):
         kind = block.get("type")
-        if kind in ("redacted_thinking", "reasoning"):
-            return "thinking"
-        if kind in ("input_text", "output_text"):
-            return "text"
-        if kind in ("input_image", "image_url"):
-            return "image"
-        if kind in ("function_call", "custom_tool_call"):
-            return "tool_use"
-        if kind in ("function_call_output", "custom_tool_call_output"):
-            return "tool_result"
         if isinstance(kind, str):
-            return kind
+            return _KIND_ALIASES.get(kind, kind)
     return "other"
+
+
+class _Units:
+    """The units of a request in prefix order, as the parallel per-unit lists of a rendering.
+
+    Units are added a message at a time (or the tool list, or the system prompt at once): the units
+    of one call share a tier, role, message index and id. A message list is flattened by the C
+    extension when it is built (``_native.flatten_messages``), by :func:`_add_messages` otherwise;
+    both fill the same lists.
+    """
+
+    def __init__(self) -> None:
+        self.raws: list[JSON] = []
+        self.tiers: list[Tier] = []
+        self.roles: list[str] = []
+        self.message_indexes: list[int | None] = []
+        self.block_indexes: list[int | None] = []
+        self.message_ids: list[str | None] = []
+        self.kinds: list[str] = []
+        self.marked: list[int] = []
+        """Positions of the units that carry a ``cache_control`` marker."""
+        self.nested: list[int] = []
+        """Positions of the tool results whose parts carry a marker."""
+        self.tier_tags = bytearray()
+        self.role_tags = bytearray()
+        self.starts = bytearray()
+        """One byte per unit each: what joins its link of the chain besides the block."""
+
+    def add(
+        self,
+        tier: Tier,
+        role: str,
+        message_index: int | None,
+        message_id: str | None,
+        blocks: Sequence[JSON],
+        *,
+        kind: str | None = None,
+        first_block: int = 0,
+    ) -> None:
+        """Append ``blocks``; ``kind`` names them all when their place decides it."""
+        previous = self.message_indexes[-1] if self.message_indexes else -1
+        for offset, block in enumerate(blocks):
+            position = len(self.raws)
+            unit_kind = kind or _kind(block)
+            self.raws.append(block)
+            self.tiers.append(tier)
+            self.roles.append(role)
+            self.message_indexes.append(message_index)
+            self.block_indexes.append(first_block + offset)
+            self.message_ids.append(message_id)
+            self.kinds.append(unit_kind)
+            if _marked(block):
+                self.marked.append(position)
+            if unit_kind == "tool_result" and _has_nested_control(block):
+                self.nested.append(position)
+            self.tier_tags.append(_TIER_TAG[tier])
+            self.role_tags.append(_ROLE_TAG.get(role, _UNKNOWN_ROLE))
+            # The role and the start of a new message are part of what the model sees, so they
+            # join the chain even though the block hash (content address) leaves them out.
+            self.starts.append(_BOUNDARY[message_index != previous])
+            previous = message_index
+
+    def add_messages(self, messages: list[JSON], *, leading_system: bool) -> None:
+        """Append every unit of a message list (Anthropic Messages or OpenAI Chat)."""
+        if accel.native is None:
+            _add_messages(self, messages, leading_system=leading_system)
+            return
+        lists = (
+            self.raws,
+            self.tiers,
+            self.roles,
+            self.message_indexes,
+            self.block_indexes,
+            self.message_ids,
+            self.kinds,
+            self.marked,
+            self.nested,
+        )
+        try:
+            tiers, roles, starts = accel.native.flatten_messages(
+                messages, leading_system, _KIND_ALIASES, _ROLE_TAG, lists
+            )
+        except ValueError as error:
+            raise RenderError(str(error)) from None
+        self.tier_tags += tiers
+        self.role_tags += roles
+        self.starts += starts
+
+    def controls(self) -> list[tuple[int, JSON]]:
+        """(position, ``cache_control``) of each unit that carries a marker, in order."""
+        return [(p, _control(self.raws[p])) for p in self.marked]
+
+    def stripped(self) -> list[JSON]:
+        """The units as the cache keys them: markers removed, also from a tool result's parts."""
+        if not self.marked and not self.nested:
+            return self.raws
+        raws = list(self.raws)
+        for p in (*self.marked, *self.nested):
+            raws[p] = without_control(raws[p])
+        return raws
+
+    def framing(self) -> tuple[bytes, bytes, bytes]:
+        """Tier, role and message-start bytes, one per unit each."""
+        return bytes(self.tier_tags), bytes(self.role_tags), bytes(self.starts)
+
+
+def _control(raw: JSON) -> JSON:
+    assert isinstance(raw, dict)
+    return raw["cache_control"]
+
+
+def _marked(raw: JSON) -> bool:
+    return type(raw) is dict and "cache_control" in raw
+
+
+def _has_nested_control(block: JSON) -> bool:
+    if not isinstance(block, dict) or "cache_control" in block:
+        return False  # a marked unit is stripped whole
+    content = block.get("content")
+    return isinstance(content, list) and any(isinstance(p, dict) and "cache_control" in p for p in content)
+
+
+def _lookback_groups(kinds: list[str]) -> list[int]:
+    """Each unit's lookback position: a run of adjacent tool_use (or tool_result) units shares one.
+
+    A unit opens a position when its kind differs from the previous unit's or is not a run kind;
+    the position is the count of openings so far, minus one.
+    """
+    if accel.native is not None:
+        return accel.native.lookback_groups(kinds, _RUN_KINDS)
+    previous = ["", *kinds[:-1]]
+    opens = map(or_, map(ne, kinds, previous), map(not_, map(_RUN_KINDS.__contains__, kinds)))
+    return list(map(sub, accumulate(opens), repeat(1)))
+
+
+def _ttl(control: JSON) -> str:
+    if isinstance(control, dict) and control.get("ttl") == "1h":
+        return "1h"
+    return "5m"
 
 
 def _tool_name(tool: JSON) -> str:
@@ -382,7 +396,6 @@ def render_request(
     body: Mapping[str, JSON],
     *,
     usage: Usage | None = None,
-    cache: RenderCache | None = None,
 ) -> RenderedRequest:
     """Flatten a request body as sent into hashed units, markers and token estimates.
 
@@ -396,53 +409,65 @@ def render_request(
     if not isinstance(model, str):
         raise RenderError("request body: field 'model' is missing or not a string")
     params = cache_params(provider, api, body)
-    builder = _Builder(cache)
+    units = _Units()
     if api == "messages":
-        _render_anthropic(builder, body)
+        _render_anthropic(units, body)
     elif api == "chat":
-        _render_chat(builder, body)
+        _render_chat(units, body)
     elif api == "responses":
-        _render_responses(builder, body)
+        _render_responses(units, body)
     else:
         raise RenderError(f"request body: unknown api {api!r} (expected messages, chat or responses)")
-    warnings: list[str] = []
+    kinds = units.kinds
+    controls = units.controls()
+    markers = [Marker(position, _ttl(control)) for position, control in controls]
     top = body.get("cache_control")
-    if top is not None and builder.tiers:
-        builder.markers.append(Marker(len(builder.tiers) - 1, _ttl(top), automatic=True))
-    if len(builder.markers) > 4:
-        warnings.append(f"marker-limit: {len(builder.markers)} cache breakpoints, the provider accepts 4")
-    if builder.images:
+    if top is not None and kinds:
+        markers.append(Marker(len(kinds) - 1, _ttl(top), automatic=True))
+    warnings: list[str] = []
+    if len(markers) > 4:
+        warnings.append(f"marker-limit: {len(markers)} cache breakpoints, the provider accepts 4")
+    if "image" in kinds:
         params["images"] = True
-    if builder.citations:
+    if "document" in kinds and _citations_enabled(units.raws, kinds):
         params["citations"] = True
     header_params, tier_params = scoped_params(provider, params)
-    header = blake2b(
-        _ENCODER.encode({"model": model, "params": header_params}).encode("utf-8"), digest_size=DIGEST_SIZE
+    header = digest(canonical_bytes({"model": model, "params": header_params}))
+    chars, block_hashes, prefix_hashes = hash_units(
+        units.stripped(), units.framing(), header, _tier_mixes(units.tiers, tier_params)
     )
-    _chain(builder, header.digest(), tier_params, cache)
     rendered = RenderedRequest(
         provider=provider,
         api=api,
         model=model,
         params=params,
-        header_hash=header.hexdigest(),
-        tiers=builder.tiers,
-        roles=builder.roles,
-        message_indexes=builder.message_indexes,
-        block_indexes=builder.block_indexes,
-        message_ids=builder.message_ids,
-        kinds=builder.kinds,
-        block_hashes=builder.block_hashes,
-        prefix_hashes=builder.prefix_hashes,
-        canonicals=builder.canonicals,
-        chars=builder.chars,
-        raws=builder.raws,
-        lookback_groups=builder.groups,
-        markers=tuple(builder.markers),
+        header_hash=header.hex(),
+        tiers=units.tiers,
+        roles=units.roles,
+        message_indexes=units.message_indexes,
+        block_indexes=units.block_indexes,
+        message_ids=units.message_ids,
+        kinds=kinds,
+        block_hashes=block_hashes,
+        prefix_hashes=prefix_hashes,
+        chars=chars,
+        raws=units.raws,
+        lookback_groups=_lookback_groups(kinds),
+        markers=tuple(markers),
         warnings=tuple(warnings),
     )
     calibrate(rendered, usage)
     return rendered
+
+
+def _citations_enabled(raws: list[JSON], kinds: list[str]) -> bool:
+    return any(
+        kind == "document"
+        and isinstance(raw, dict)
+        and isinstance(raw.get("citations"), dict)
+        and bool(raw["citations"].get("enabled"))
+        for raw, kind in zip(raws, kinds, strict=True)
+    )
 
 
 ANTHROPIC_TIER_PARAMS: Mapping[str, Tier] = {
@@ -477,119 +502,101 @@ def scoped_params(
     return header, tiers
 
 
-def _chain(
-    builder: _Builder,
-    header: bytes,
-    tier_params: Mapping[Tier, Mapping[str, JSON]],
-    cache: RenderCache | None = None,
-) -> None:
-    """Chain the prefix hashes: each unit's hash covers every earlier unit, its framing (tier, role,
-    message boundary) and the parameters whose scope starts at or before its tier."""
-    scoped = {
-        tier: blake2b(
-            _ENCODER.encode(dict(tier_params[tier])).encode("utf-8"), digest_size=DIGEST_SIZE
-        ).digest()
-        for tier in TIERS
-        if tier_params.get(tier)
-    }
-    chain = header
-    entered = 0  # index in TIERS of the deepest tier whose parameters have joined the chain
-    last_message: int | None = -1
-    prefixes: list[str] = []
-    tiers, roles, messages = builder.tiers, builder.roles, builder.message_indexes
-    for i, digest in enumerate(builder.digests):
-        tier = tiers[i]
-        depth = _TIER_DEPTH[tier]
-        while entered < depth:
-            entered += 1
-            if TIERS[entered] in scoped:
-                chain = blake2b(chain + scoped[TIERS[entered]], digest_size=DIGEST_SIZE).digest()
-        # The role and the start of a new message are part of what the model sees, so they join
-        # the chain even though the block hash (content address) leaves them out.
-        message = messages[i]
-        boundary = b"|" if message != last_message else b"."
-        last_message = message
-        key = chain + digest + _TIER_TAG[tier] + _ROLE_TAG.get(roles[i], b"?") + boundary
-        if cache is None:
-            chain = blake2b(key, digest_size=DIGEST_SIZE).digest()
-            prefixes.append(chain.hex())
-        else:
-            chain, hex_chain = cache.link(key)
-            prefixes.append(hex_chain)
-    builder.prefix_hashes = prefixes
+def _tier_mixes(tiers: list[Tier], tier_params: Mapping[Tier, Mapping[str, JSON]]) -> list[tuple[int, bytes]]:
+    """Where the tier-scoped parameters join the chain: before the first unit of their tier or a later
+    one, so a parameter that re-keys the messages leaves the tools' and system's prefix hashes alone."""
+    mixes: dict[int, bytes] = {}
+    for tier in TIERS[1:]:
+        params = tier_params.get(tier)
+        position = tier_start(tiers, tier)
+        if params and position < len(tiers):
+            mixes[position] = mixes.get(position, b"") + digest(canonical_bytes(dict(params)))
+    return sorted(mixes.items())
 
 
-def _render_anthropic(builder: _Builder, body: Mapping[str, JSON]) -> None:
+def tier_start(tiers: Sequence[Tier], tier: Tier) -> int:
+    """Position of the first unit of ``tier`` or a later tier; the unit count if there is none."""
+    for candidate in TIERS[TIERS.index(tier) :]:
+        try:
+            return tiers.index(candidate)
+        except ValueError:
+            continue
+    return len(tiers)
+
+
+def _render_tools(units: _Units, body: Mapping[str, JSON]) -> None:
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise RenderError("request body: field 'tools' is not a list")
-    for i, tool in enumerate(tools):
-        builder.add("tools", "system", None, i, None, "tool", tool)
+    units.add("tools", "system", None, None, tools, kind="tool")
+
+
+def _render_anthropic(units: _Units, body: Mapping[str, JSON]) -> None:
+    _render_tools(units, body)
     system = body.get("system")
     if isinstance(system, str):
-        builder.add("system", "system", None, 0, None, "system", system)
+        units.add("system", "system", None, None, [system], kind="system")
     elif isinstance(system, list):
-        for i, block in enumerate(system):
-            builder.add("system", "system", None, i, None, "system", block)
+        units.add("system", "system", None, None, system, kind="system")
     elif system is not None:
         raise RenderError("request body: field 'system' is neither a string nor a list")
-    _render_messages(builder, body.get("messages"), leading_system=False)
+    _render_messages(units, body.get("messages"), leading_system=False)
 
 
-def _render_messages(builder: _Builder, messages: JSON, *, leading_system: bool) -> None:
+def _render_messages(units: _Units, messages: JSON, *, leading_system: bool) -> None:
     if not isinstance(messages, list):
         raise RenderError("request body: field 'messages' is missing or not a list")
+    units.add_messages(messages, leading_system=leading_system)
+
+
+def _add_messages(units: _Units, messages: list[JSON], *, leading_system: bool) -> None:
+    """The message loop in plain Python: what ``_native.flatten_messages`` does in C."""
     head = leading_system
+    add = units.add
     for mi, message in enumerate(messages):
-        if not isinstance(message, dict):
+        if type(message) is not dict:
             raise RenderError(f"request body: messages[{mi}] is not an object")
-        role = str(message.get("role", "?"))
+        role = message.get("role", "?")
+        if type(role) is not str:
+            role = str(role)
         head = head and role in ("system", "developer")
         tier: Tier = "system" if head else "messages"
-        mid = _message_id(message)
+        mid = message.get("id")
+        if type(mid) is not str:
+            mid = None
         content = message.get("content")
-        bi = 0
         if role == "tool":
             raw = {"type": "tool_result", "tool_call_id": message.get("tool_call_id"), "content": content}
-            builder.add(tier, role, mi, 0, mid, "tool_result", raw)
+            add(tier, role, mi, mid, [raw])
             continue
-        if isinstance(content, str):
-            builder.add(tier, role, mi, 0, mid, "text", content)
-            bi = 1
-        elif isinstance(content, list):
-            for bi, block in enumerate(content):
-                builder.add(tier, role, mi, bi, mid, _kind(block), block)
-            bi = len(content)
-        elif content is not None:
+        if type(content) is list:
+            add(tier, role, mi, mid, content)
+            blocks = len(content)
+        elif isinstance(content, str):
+            add(tier, role, mi, mid, [content])
+            blocks = 1
+        elif content is None:
+            blocks = 0
+        else:
             raise RenderError(f"request body: messages[{mi}].content is neither a string nor a list")
         calls = message.get("tool_calls")
         if isinstance(calls, list):
-            for call in calls:
-                builder.add(tier, role, mi, bi, mid, "tool_use", call)
-                bi += 1
+            add(tier, role, mi, mid, calls, kind="tool_use", first_block=blocks)
 
 
-def _render_chat(builder: _Builder, body: Mapping[str, JSON]) -> None:
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise RenderError("request body: field 'tools' is not a list")
-    for i, tool in enumerate(tools):
-        builder.add("tools", "system", None, i, None, "tool", tool)
-    _render_messages(builder, body.get("messages"), leading_system=True)
+def _render_chat(units: _Units, body: Mapping[str, JSON]) -> None:
+    _render_tools(units, body)
+    _render_messages(units, body.get("messages"), leading_system=True)
 
 
-def _render_responses(builder: _Builder, body: Mapping[str, JSON]) -> None:
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise RenderError("request body: field 'tools' is not a list")
-    for i, tool in enumerate(tools):
-        builder.add("tools", "system", None, i, None, "tool", tool)
+def _render_responses(units: _Units, body: Mapping[str, JSON]) -> None:
+    _render_tools(units, body)
     instructions = body.get("instructions")
     if isinstance(instructions, str):
-        builder.add("system", "system", None, 0, None, "system", instructions)
+        units.add("system", "system", None, None, [instructions], kind="system")
     items = body.get("input")
     if isinstance(items, str):
-        builder.add("messages", "user", 0, 0, None, "text", items)
+        units.add("messages", "user", 0, None, [items])
         return
     if not isinstance(items, list):
         raise RenderError("request body: field 'input' is neither a string nor a list")
@@ -601,25 +608,26 @@ def _render_responses(builder: _Builder, body: Mapping[str, JSON]) -> None:
         if "role" in item and item.get("type", "message") == "message":
             role = str(item["role"])
             head = head and role in ("system", "developer")
-            tier: Tier = "system" if head else "messages"
             content = item.get("content")
+            tier: Tier = "system" if head else "messages"
             if isinstance(content, str):
-                builder.add(tier, role, mi, 0, mid, "text", content)
+                units.add(tier, role, mi, mid, [content])
             elif isinstance(content, list):
-                for bi, block in enumerate(content):
-                    builder.add(tier, role, mi, bi, mid, _kind(block), block)
+                units.add(tier, role, mi, mid, content)
             continue
         head = False
-        kind = _kind(item)
-        role = "tool" if kind == "tool_result" else "assistant"
-        builder.add("messages", role, mi, 0, mid, kind, item)
+        role = "tool" if _kind(item) == "tool_result" else "assistant"
+        units.add("messages", role, mi, mid, [item])
 
 
 def token_estimates(rendered: RenderedRequest) -> list[float]:
     """Uncalibrated token estimates: characters ÷ 4, and a flat figure per image."""
-    image = float(IMAGE_TOKEN_ESTIMATE)
-    kinds, chars = rendered.kinds, rendered.chars
-    return [image if kinds[i] == "image" else chars[i] / 4 for i in range(len(kinds))]
+    estimates = list(map(truediv, rendered.chars, repeat(4)))
+    if "image" in rendered.kinds:
+        for i, kind in enumerate(rendered.kinds):
+            if kind == "image":
+                estimates[i] = float(IMAGE_TOKEN_ESTIMATE)
+    return estimates
 
 
 def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
@@ -631,32 +639,53 @@ def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
     """
     estimates = token_estimates(rendered)
     n = len(estimates)
-    scaled = list(estimates)
     total = usage.prompt_total if usage is not None else None
     unattributed = 0
+    scales: list[Scale] = []
     if total is not None and n:
         anchor = _anchor(rendered, usage) if usage is not None else None
         if anchor is not None:
             position, through = anchor
             head = sum(estimates[: position + 1])
             tail = sum(estimates[position + 1 :])
-            rest = total - through
-            _scale(scaled, 0, position + 1, head, through)
+            scales += _scale(0, position + 1, head, through)
             if tail > 0:
-                _scale(scaled, position + 1, n, tail, rest)
+                scales += _scale(position + 1, n, tail, total - through)
             else:
-                unattributed = rest
+                unattributed = total - through
         else:
             whole = sum(estimates)
             if whole > 0:
-                _scale(scaled, 0, n, whole, total)
+                scales += _scale(0, n, whole, total)
             else:
                 unattributed = total
-    cum = [0]
-    cum.extend(round(x) for x in accumulate(scaled))
-    rendered.cum_tokens = cum
-    rendered.tokens = [cum[i + 1] - cum[i] for i in range(n)]
+    if accel.native is not None:
+        rendered.cum_tokens, rendered.tokens = accel.native.cumulative_tokens(estimates, scales)
+    else:
+        rendered.cum_tokens, rendered.tokens = cumulative_tokens(estimates, scales)
     rendered.unattributed_tokens = unattributed
+
+
+Scale = tuple[int, int, float]
+"""Units ``start:end`` are multiplied by ``factor``."""
+
+
+def _scale(start: int, end: int, current: float, target: float) -> list[Scale]:
+    return [(start, end, target / current)] if current > 0 else []
+
+
+def cumulative_tokens(estimates: list[float], scales: list[Scale]) -> tuple[list[int], list[int]]:
+    """(cumulative, per unit) integer tokens: the estimates scaled, their running sums rounded.
+
+    Rounding the running sum rather than each unit keeps every prefix within half a token of its
+    estimate, however long the request.
+    """
+    scaled = list(estimates)
+    for start, end, factor in scales:
+        scaled[start:end] = map(mul, scaled[start:end], repeat(factor))
+    cum = [0]
+    cum.extend(map(round, accumulate(scaled)))
+    return cum, list(map(sub, cum[1:], cum))
 
 
 def _anchor(rendered: RenderedRequest, usage: Usage) -> tuple[int, int] | None:
@@ -666,11 +695,3 @@ def _anchor(rendered: RenderedRequest, usage: Usage) -> tuple[int, int] | None:
     if through <= 0 or usage.prompt_total is None or through > usage.prompt_total:
         return None
     return max(m.position for m in rendered.markers), through
-
-
-def _scale(values: list[float], start: int, end: int, current: float, target: float) -> None:
-    if current <= 0:
-        return
-    factor = target / current
-    for i in range(start, end):
-        values[i] *= factor

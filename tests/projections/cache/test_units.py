@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.cache.units import RenderCache, RenderError, block_hash, canonical_text, render_request
+from projections.cache.canonical import block_hash, canonical_text
+from projections.cache.units import RenderError, render_request
 from projections.records import Usage
 from tests.projections.cache.builders import body, conversation, image_block, tools
 
@@ -226,26 +227,3 @@ def test_the_prefix_hashes_of_a_prefix_are_a_prefix_of_the_list(msgs: list[dict[
 @given(json_text, json_text)
 def test_different_text_gives_different_block_hashes(a: str, b: str) -> None:
     assert (block_hash(a) == block_hash(b)) == (a == b)
-
-
-@given(messages, messages)
-def test_a_render_cache_changes_no_unit_hash_or_prefix_hash(first: list[Any], second: list[Any]) -> None:
-    cache = RenderCache()
-    for request in (body(first), body([*first, *second]), body(second)):
-        plain = render(request)
-        cached = render_request("anthropic", "messages", request, cache=cache)
-        assert cached.block_hashes == plain.block_hashes
-        assert cached.prefix_hashes == plain.prefix_hashes
-        assert cached.canonicals == plain.canonicals
-        assert cached.chars == plain.chars
-
-
-def test_a_full_render_cache_starts_over_and_still_renders_the_same() -> None:
-    request = body(conversation(12))
-    cache = RenderCache(limit=3)
-    assert (
-        render_request("anthropic", "messages", request, cache=cache).prefix_hashes
-        == render(request).prefix_hashes
-    )
-    assert len(cache.links) <= 3
-    assert len(cache.texts) <= 3
