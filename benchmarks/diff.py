@@ -1,6 +1,6 @@
 """The diff of two consecutive 6,000-message requests, beside a full-text comparison, and render speed.
 
-    python benchmarks/diff.py [--messages 6000] [--runs 50]
+    python benchmarks/diff.py [--messages 6000] [--runs 50] [--requests PATH]
 
 Builds a conversation of ``--messages`` messages (about 2 MB of request JSON) with tools, a marked
 system prompt and a moving marker on the last message, and the next request of the same lineage
@@ -10,8 +10,11 @@ system prompt and a moving marker on the last message, and the next request of t
   marker states, wire-allows and cacheability) of the two rendered requests (target: under 5 ms);
 - the median time of a baseline that serializes both bodies as stable JSON and looks for the first
   differing character;
-- render throughput (request JSON → hashed units with calibrated tokens) and BLAKE2b hash
-  throughput over the canonical bytes, in MB/s (target: at least 200 MB/s).
+- render throughput (request JSON → hashed units with calibrated tokens) in MB/s of request JSON
+  (target: at least 200 MB/s), with the C loops and with the plain-Python ones, beside BLAKE2b
+  alone (hashlib) over the units' canonical bytes;
+- with ``--requests PATH`` (any log with request bodies, e.g. a claude-trace log), the same render
+  throughput over every request of that file.
 
 Not part of the test run.
 """
@@ -32,9 +35,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from projections.cache import accel  # noqa: E402
+from projections.cache.canonical import DIGEST_SIZE  # noqa: E402
 from projections.cache.diff import diff_requests  # noqa: E402
-from projections.cache.units import DIGEST_SIZE, RenderCache, render_request  # noqa: E402
-from projections.records import Usage  # noqa: E402
+from projections.cache.units import render_request  # noqa: E402
+from projections.formats import read_sessions  # noqa: E402
+from projections.records import RequestRecord, Usage  # noqa: E402
 
 MODEL = "claude-sonnet-4-20250514"
 WORDS = (
@@ -119,6 +125,7 @@ def main() -> None:
     )
     parser.add_argument("--messages", type=int, default=6000)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--requests", type=Path, help="also render every request body of this log")
     args = parser.parse_args()
 
     prev_body = request_body(args.messages)
@@ -145,37 +152,57 @@ def main() -> None:
         print(f"  baseline, compare two JSON texts:   median {compare:8.3f} ms")
         print(f"  baseline, serialize and compare:    median {serialize:8.3f} ms")
 
-    runs = max(5, args.runs // 5)
-    render = median_ms(lambda: render_request("anthropic", "messages", cur_body, usage=usage), runs)
-    print(
-        f"\nrender + hash + calibrate:  {size / 1e6 / (render / 1000):8.1f} MB/s  ({render:.1f} ms a request)"
-    )
-
-    def render_next() -> None:
-        # How ingest and analysis render a conversation: the previous request has warmed the cache.
-        cache = RenderCache()
-        render_request("anthropic", "messages", prev_body, usage=usage, cache=cache)
-        started = time.perf_counter()
-        render_request("anthropic", "messages", cur_body, usage=usage, cache=cache)
-        warm.append((time.perf_counter() - started) * 1000)
-
-    warm: list[float] = []
-    for _ in range(runs):
-        render_next()
-    following = statistics.median(warm)
-    print(
-        f"  the next request, cache warm by the previous one: {size / 1e6 / (following / 1000):8.1f} MB/s  "
-        f"({following:.1f} ms a request; target 200 MB/s)"
-    )
-    canonical = cur.canonicals
-    volume = sum(len(c) for c in canonical)
+    runs = max(10, args.runs // 2)
+    print()
+    request = partial(render_request, "anthropic", "messages", cur_body, usage=usage)
+    for name, rate, each in render_rates(request, size, runs):
+        rendering = f"{rate:8.1f} MB/s  ({each:.1f} ms a request; target 200 MB/s)"
+        print(f"render + hash + calibrate, {name + ':':18} {rendering}")
+    parts = cur.canonicals
+    volume = sum(len(c) for c in parts)
 
     def hash_all() -> None:
-        for data in canonical:
+        for data in parts:
             blake2b(data, digest_size=DIGEST_SIZE).digest()
 
     hashing = median_ms(hash_all, runs)
-    print(f"BLAKE2b over the units:     {volume / 1e6 / (hashing / 1000):8.1f} MB/s  ({hashing:.1f} ms)")
+    rate = volume / 1e6 / (hashing / 1000)
+    print(f"BLAKE2b alone over the units (hashlib): {rate:8.1f} MB/s  ({hashing:.1f} ms)")
+    if args.requests:
+        records = [r for r in requests_of(args.requests) if r.body is not None]
+        volume = sum(len(json.dumps(r.body).encode("utf-8")) for r in records)
+        print(f"\n{args.requests}: {len(records):,} requests, {volume / 1e6:.2f} MB of JSON")
+
+        def render_all() -> None:
+            for r in records:
+                assert r.body is not None
+                render_request(r.provider, r.api, r.body, usage=r.usage)
+
+        for name, rate, each in render_rates(render_all, volume, runs):
+            print(
+                f"render + hash + calibrate, {name + ':':18} {rate:8.1f} MB/s  ({each:.1f} ms for them all)"
+            )
+
+
+def render_rates(action: Callable[[], object], volume: int, runs: int) -> list[tuple[str, float, float]]:
+    """(name, MB/s, median ms) of ``action`` with the C loops, when built, and with plain Python."""
+    native = accel.native
+    rates = []
+    for name, module in (("C loops", native), ("plain Python", None)):
+        if name == "C loops" and module is None:
+            print("render + hash + calibrate, C loops: not built (no C compiler at install)")
+            continue
+        accel.native = module
+        try:
+            each = median_ms(action, runs)
+        finally:
+            accel.native = native
+        rates.append((name, volume / 1e6 / (each / 1000), each))
+    return rates
+
+
+def requests_of(path: Path) -> list[RequestRecord]:
+    return [item for s in read_sessions(path) for item in s.items if isinstance(item, RequestRecord)]
 
 
 def serialize_and_compare(a: dict[str, Any], b: dict[str, Any]) -> int:
