@@ -66,20 +66,6 @@ def without_control(raw: JSON) -> JSON:
     return stripped
 
 
-def needs_stripping(raw: JSON) -> bool:
-    """True when the unit carries a ``cache_control`` that its canonical bytes must leave out."""
-    if not isinstance(raw, dict):
-        return False
-    if "cache_control" in raw:
-        return True
-    content = raw.get("content")
-    return (
-        raw.get("type") == "tool_result"
-        and isinstance(content, list)
-        and any(isinstance(part, dict) and "cache_control" in part for part in content)
-    )
-
-
 def canonical_text(raw: JSON) -> str:
     """A unit's canonical bytes as text, ``cache_control`` removed."""
     return canonical_bytes(without_control(raw)).decode("utf-8")

@@ -6,10 +6,11 @@ BLAKE2b block hash, and a prefix hash chained over every earlier unit with the m
 cache-keying parameters as a header. Two requests share a cached prefix exactly as far as their
 prefix-hash lists agree, so a diff never has to look at content that did not change.
 
-The render keeps parallel lists rather than one object per unit, builds them a message at a time,
-and serializes and hashes all units in one pass (``canonical.hash_units``): a 6,000-message request
-has thousands of units, and per-unit interpreter work would otherwise dominate the cost of hashing
-their bytes.
+The render keeps parallel lists rather than one object per unit, and serializes and hashes all
+units in one pass (``canonical.hash_units``): a 6,000-message request has thousands of units, and
+per-unit interpreter work would otherwise dominate the cost of hashing their bytes. The loops over
+messages and units run in C where the extension is built (:mod:`projections.cache.accel`), and in
+the plain Python beside them otherwise.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ _TIER_TAG = {"tools": ord("T"), "system": ord("S"), "messages": ord("M")}
 _BOUNDARY = {True: ord("|"), False: ord(".")}
 """A unit that starts a new message links with ``|``, a later block of the same message with ``.``."""
 _RUN_KINDS = frozenset({"tool_use", "tool_result"})
-_TIER_DEPTH: dict[str, int] = {tier: depth for depth, tier in enumerate(TIERS)}
 
 
 class RenderError(ValueError):
