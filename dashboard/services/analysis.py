@@ -26,6 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
+from dashboard.services.collector import collector_paused
 from projections.cache.analysis import RequestAnalysis as EngineAnalysis
 from projections.cache.analysis import analyse_lineage
 from projections.cache.providers import UnknownModelError, cache_facts, is_material
@@ -237,16 +238,25 @@ def stored_record(row: Request, raws: Mapping[str, JSON]) -> RequestRecord:
 
     Raises :class:`StoredRequestError` when the rebuilt body does not render to the stored units.
     """
-    body: dict[str, JSON] | None = None
-    usage = stored_usage(row)
-    if row.has_body:
-        body = stored_body(row, raws)
-        try:
-            rendered = render_request(row.provider, row.api, body, usage=usage)
-        except RenderError as error:
-            raise StoredRequestError(f"request {row.pk}: the rebuilt body does not render: {error}") from None
-        _check_rendering(row, rendered)
-    return _record_of(row, body=body)
+    return stored_rendering(row, raws)[0]
+
+
+def stored_rendering(row: Request, raws: Mapping[str, JSON]) -> tuple[RequestRecord, RenderedRequest | None]:
+    """:func:`stored_record`, with the rebuilt body's rendering (``None`` without a body).
+
+    The rendering is what proves the rebuilt body matches the stored units; the analysis takes it
+    as it is rather than rendering the same body twice.
+    """
+    if not row.has_body:
+        return _record_of(row, body=None), None
+    body = stored_body(row, raws)
+    record = _record_of(row, body=body)
+    try:
+        rendered = render_request(row.provider, row.api, body, usage=record.usage)
+    except RenderError as error:
+        raise StoredRequestError(f"request {row.pk}: the rebuilt body does not render: {error}") from None
+    _check_rendering(row, rendered)
+    return record, rendered
 
 
 def _check_rendering(row: Request, rendered: RenderedRequest) -> None:
@@ -277,11 +287,14 @@ def block_raws(hashes: Iterable[str]) -> dict[str, JSON]:
 def analyse_records(
     records: Sequence[RequestRecord],
     events: Sequence[EventRecord] = (),
+    *,
+    renderings: Mapping[str, RenderedRequest] | None = None,
 ) -> RecordsAnalysis:
     """Analyse a session's requests with its client records; the same for a file and for the store.
 
     Requests with bodies go through the engine's lineage analysis in start order; a session without
-    any body goes through the transcript predictor.
+    any body goes through the transcript predictor. ``renderings``: bodies already rendered, by
+    request key (see :func:`analyse_lineage`).
     """
     out = RecordsAnalysis()
     by_key = {r.key: r for r in records}
@@ -312,7 +325,7 @@ def analyse_records(
             render_records.append((event, request))
     ordered = sorted(records, key=_start_order)
     if any(r.body is not None for r in records):
-        results, engine = _analyse_bodies(ordered, credits, out.findings)
+        results, engine = _analyse_bodies(ordered, credits, out.findings, renderings or {})
         for event, request in render_records:
             rendered = engine.get(request.key)
             if rendered is None:
@@ -374,6 +387,7 @@ def _analyse_bodies(
     ordered: Sequence[RequestRecord],
     credits: Mapping[str, CreditRecord],
     findings: list[Finding],
+    renderings: Mapping[str, RenderedRequest],
 ) -> tuple[list[RequestResult], dict[str, RenderedRequest]]:
     usable: list[RequestRecord] = []
     for record in ordered:
@@ -389,7 +403,7 @@ def _analyse_bodies(
             )
             record = _without_body(record)
         usable.append(record)
-    analyses = analyse_lineage(usable, credits=credits)
+    analyses = analyse_lineage(usable, credits=credits, renderings=renderings)
     written: set[str] = set()
     previous: dict[str, EngineAnalysis] = {}
     results: list[RequestResult] = []
@@ -679,16 +693,22 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
     With ``owner`` (a claimed job) the job's progress and end are recorded on its row; a job
     re-queued by a newer ingest while this one ran is left queued for the next task.
     """
+    with collector_paused():
+        return _session_analyse(session_id, owner)
+
+
+def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
     session = Session.objects.get(pk=session_id)
     rows = list(Request.objects.filter(session=session).order_by("ordinal"))
     _progress(session_id, owner, total=len(rows), done=0)
     try:
         raws = block_raws(unit[0] for row in rows if row.has_body for unit in row.units)
         records: list[RequestRecord] = []
+        renderings: dict[str, RenderedRequest] = {}
         findings: list[Finding] = []
         for row in rows:
             try:
-                records.append(stored_record(row, raws))
+                record, rendered = stored_rendering(row, raws)
             except StoredRequestError as error:
                 findings.append(
                     Finding(
@@ -696,6 +716,10 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
                     )
                 )
                 records.append(stored_record_usage_only(row))
+                continue
+            records.append(record)
+            if rendered is not None:
+                renderings[record.key] = rendered
         events = [
             EventRecord(seq=e.seq, type=e.type, time=e.time, data=e.data)
             for e in Event.objects.filter(session=session)
@@ -708,7 +732,9 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
             .filter(Q(type__startswith="compaction/") | Q(type__in=("system/message", "request/header")))
             .only("seq", "type", "time", "data", "surface_op")
         ]
-        result = analyse_records(records, events + [e for e in boundaries if is_boundary(e)])
+        result = analyse_records(
+            records, events + [e for e in boundaries if is_boundary(e)], renderings=renderings
+        )
         result.findings[:0] = findings
         if not _store(session, rows, result, owner):
             return result  # a newer ingest re-queued the session: the next run writes

@@ -125,14 +125,19 @@ def analyse_lineage(
     requests: Sequence[RequestRecord],
     credits: Mapping[str, CreditRecord] | None = None,
     receipts: Mapping[str, WireReceipt] | None = None,
+    *,
+    renderings: Mapping[str, RenderedRequest] | None = None,
 ) -> LineageAnalysis:
     """Analyse requests in the order given (start order); each is diffed against the previous
     request of its own lineage, and one cache state is shared by all of them.
 
     ``credits`` and ``receipts`` are the client's own records, keyed by request key.
+    ``renderings`` are requests already rendered from their bodies with their usage (a caller that
+    had to render them anyway), by request key; the others are rendered here.
     """
     credits = credits or {}
     receipts = receipts or {}
+    renderings = renderings or {}
     predictor = CachePredictor()
     previous: dict[str, RenderedRequest] = {}
     out = LineageAnalysis()
@@ -140,7 +145,9 @@ def analyse_lineage(
         if request.body is None:
             out.append(_usage_only(request, credits.get(request.key)))
             continue
-        rendered = render_request(request.provider, request.api, request.body, usage=request.usage)
+        rendered = renderings.get(request.key) or render_request(
+            request.provider, request.api, request.body, usage=request.usage
+        )
         facts = cache_facts(request.platform, rendered.model)
         prev = previous.get(request.lineage)
         diff = None

@@ -350,3 +350,13 @@ def test_a_lineages_first_request_credited_beyond_any_stored_entry_is_over_credi
     credits = {"r0": CreditRecord("r0", 5_000, (), "cache/credit")}
     (first,) = analyse_lineage([record("r0", 0, body(conversation(20), marks=(19,)))], credits=credits)
     assert [w.kind for w in first.warnings] == ["over-credit"]
+
+
+def test_a_request_rendered_by_the_caller_is_analysed_as_given_not_rendered_again() -> None:
+    requests = [record("r0", 0, body(conversation(4))), record("r1", 1, body(conversation(6)), minutes=1)]
+    plain = analyse_lineage(requests)
+    given = {"r1": plain[1].rendered}
+    reused = analyse_lineage(requests, renderings=given)
+    assert reused[1].rendered is given["r1"]
+    assert reused[0].rendered is not plain[0].rendered  # rendered here, as nothing was given for it
+    assert reused.to_json() == plain.to_json()
