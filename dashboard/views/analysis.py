@@ -76,6 +76,12 @@ LABEL_REMEDIES = {
         "model from a separate lineage."
     ),
 }
+TRANSCRIPT_UNEXPLAINED_REMEDY = (
+    "The previous call's prefix should still have been cached, but a transcript does not show the "
+    "bytes sent: capture the requests (claude-trace) to see which block changed; if the bytes did "
+    "not change, it was eviction or routing on the provider side."
+)
+"""A miss in a usage-only source: the remedy cannot speak of bytes nobody logged."""
 
 
 # --- the request page ----------------------------------------------------------------------------
@@ -104,6 +110,8 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
     label = str(data.get("label") or "")
     # The miss label names what cost the tokens; only a changed prefix is the change's fault.
     remedy = LABEL_REMEDIES.get(label, "")
+    if label == "unexplained" and not call.has_body:
+        remedy = TRANSCRIPT_UNEXPLAINED_REMEDY
     if change is not None and (not label or label.startswith("prefix-changed")):
         remedy = change.get("remedy") or remedy
     return {

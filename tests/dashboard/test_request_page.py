@@ -6,10 +6,23 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from dashboard.models import Request
+from dashboard.models import Request, Session, Source
 from dashboard.services.analysis import session_analyse
-from dashboard.views.analysis import CONTEXT_CHARS, LABEL_REMEDIES, display_text
-from tests.dashboard.test_analysis import START, body, capture, conversation, ingest_captures, text
+from dashboard.views.analysis import (
+    CONTEXT_CHARS,
+    LABEL_REMEDIES,
+    TRANSCRIPT_UNEXPLAINED_REMEDY,
+    display_text,
+)
+from tests.dashboard.test_analysis import (
+    START,
+    body,
+    capture,
+    conversation,
+    ingest_captures,
+    text,
+    usage_row,
+)
 
 
 def analysed(tmp_path: Path, records: list[dict[str, object]] | None = None) -> Request:
@@ -145,3 +158,21 @@ def test_a_stripped_last_image_shows_the_image_and_its_placeholder_side_by_side(
     assert "Previous request · image · 24 characters" in page  # ... where the image was
     assert "/png: 1,500 bytes</mark>]" in page  # shown by its size
     assert "iVBORiVBOR" not in page
+
+
+@pytest.mark.django_db
+def test_an_unexplained_miss_without_a_body_asks_for_the_bytes_rather_than_blaming_them(
+    viewer_client: Client,
+) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="cc", format="claude-code"
+    )
+    usage_row(session, 0, START, 0, 12_000)
+    usage_row(session, 1, START + timedelta(minutes=1), 3_000, 9_700)  # 9,000 expected back, not read
+    session_analyse(session_id=session.pk)
+    response = viewer_client.get(Request.objects.get(session=session, ordinal=1).get_absolute_url())
+
+    assert response.context["analysis"].label == "unexplained"
+    assert response.context["remedy"] == TRANSCRIPT_UNEXPLAINED_REMEDY
+    assert "capture the requests (claude-trace)" in response.content.decode()
+    assert LABEL_REMEDIES["unexplained"] not in response.content.decode()
