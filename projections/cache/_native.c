@@ -100,11 +100,27 @@ static void blake2b_compress(uint64_t h[8], const uint8_t block[BLOCK_BYTES], ui
     for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
+static void blake2b_init(uint64_t h[8]) {
+    memcpy(h, blake2b_iv, 8 * sizeof h[0]);
+    h[0] ^= 0x01010000ULL ^ DIGEST_SIZE; /* depth 1, fanout 1, no key, digest length */
+}
+
+static void blake2b_output(const uint64_t h[8], uint8_t out[DIGEST_SIZE]) {
+    for (int i = 0; i < DIGEST_SIZE; i++) out[i] = (uint8_t)(h[i / 8] >> (8 * (i % 8)));
+}
+
+/* BLAKE2b-128 of a message of `len` <= 128 bytes that `block` holds already padded with zeros. */
+static void blake2b_128_padded(const uint8_t block[BLOCK_BYTES], size_t len, uint8_t out[DIGEST_SIZE]) {
+    uint64_t h[8];
+    blake2b_init(h);
+    blake2b_compress(h, block, len, 1);
+    blake2b_output(h, out);
+}
+
 /* BLAKE2b with a 16-byte digest of `len` bytes at `data`. */
 static void blake2b_128(const uint8_t *data, size_t len, uint8_t out[DIGEST_SIZE]) {
     uint64_t h[8];
-    memcpy(h, blake2b_iv, sizeof h);
-    h[0] ^= 0x01010000ULL ^ DIGEST_SIZE; /* depth 1, fanout 1, no key, digest length */
+    blake2b_init(h);
     uint64_t counter = 0;
     while (len > BLOCK_BYTES) {
         counter += BLOCK_BYTES;
@@ -116,7 +132,7 @@ static void blake2b_128(const uint8_t *data, size_t len, uint8_t out[DIGEST_SIZE
     memcpy(last, data, len);
     counter += len;
     blake2b_compress(h, last, counter, 1);
-    for (int i = 0; i < DIGEST_SIZE; i++) out[i] = (uint8_t)(h[i / 8] >> (8 * (i % 8)));
+    blake2b_output(h, out);
 }
 
 /* Compression blocks of a message: an empty one still takes one (all-padding) block. */
@@ -216,8 +232,8 @@ X4 static void blake2b_128_x4(const uint8_t *const data[4], const size_t len[4],
         blocks[l] = block_count(len[l]);
         if (blocks[l] > most) most = blocks[l];
         size_t tail = len[l] - (blocks[l] - 1) * BLOCK_BYTES;
-        memset(tails[l], 0, BLOCK_BYTES);
         memcpy(tails[l], data[l] + (blocks[l] - 1) * BLOCK_BYTES, tail);
+        memset(tails[l] + tail, 0, BLOCK_BYTES - tail);
     }
     __m256i h[8];
     for (int i = 0; i < 8; i++) h[i] = _mm256_set1_epi64x((long long)blake2b_iv[i]);
@@ -304,15 +320,21 @@ static int blake2b_128_spans(const uint8_t *text, const Py_ssize_t *starts, cons
 
 /* ---- the array walk -------------------------------------------------------------------------- */
 
-static PyObject *hex_string(const uint8_t digest[DIGEST_SIZE]) {
+static uint16_t hex_pairs[256]; /* each byte's two hex digits, in memory order */
+
+static void fill_hex_pairs(void) {
     static const char hex[] = "0123456789abcdef";
+    for (int b = 0; b < 256; b++) {
+        char pair[2] = {hex[b >> 4], hex[b & 15]};
+        memcpy(&hex_pairs[b], pair, 2);
+    }
+}
+
+static PyObject *hex_string(const uint8_t digest[DIGEST_SIZE]) {
     PyObject *text = PyUnicode_New(2 * DIGEST_SIZE, 127);
     if (text == NULL) return NULL;
     Py_UCS1 *out = PyUnicode_1BYTE_DATA(text);
-    for (int i = 0; i < DIGEST_SIZE; i++) {
-        out[2 * i] = (Py_UCS1)hex[digest[i] >> 4];
-        out[2 * i + 1] = (Py_UCS1)hex[digest[i] & 15];
-    }
+    for (int i = 0; i < DIGEST_SIZE; i++) memcpy(out + 2 * i, &hex_pairs[digest[i]], 2);
     return text;
 }
 
@@ -370,12 +392,27 @@ static Py_ssize_t value_end(const uint8_t *text, Py_ssize_t size, Py_ssize_t sta
     return i;
 }
 
-/* Code points of valid UTF-8: every byte but the continuation bytes (10xxxxxx). A loop simple
- * enough for the compiler to vectorize. */
+static inline unsigned bit_count16(unsigned x) {
+    x = x - ((x >> 1) & 0x5555u);
+    x = (x & 0x3333u) + ((x >> 2) & 0x3333u);
+    x = (x + (x >> 4)) & 0x0F0Fu;
+    return (x + (x >> 8)) & 0x1Fu;
+}
+
+/* Code points of valid UTF-8: every byte but the continuation bytes (10xxxxxx). Sixteen bytes at
+ * a time, and an all-ASCII run of sixteen (most of a prompt) costs one test. */
 static Py_ssize_t code_points(const uint8_t *data, Py_ssize_t len) {
-    Py_ssize_t count = 0;
-    for (Py_ssize_t j = 0; j < len; j++) count += (data[j] & 0xC0) != 0x80;
-    return count;
+    Py_ssize_t continuation = 0, j = 0;
+#if defined(__SSE2__)
+    const __m128i top = _mm_set1_epi8((char)0xC0), follow = _mm_set1_epi8((char)0x80);
+    for (; j + 16 <= len; j += 16) {
+        __m128i chunk = _mm_loadu_si128((const __m128i *)(data + j));
+        if (_mm_movemask_epi8(chunk) == 0) continue;
+        continuation += bit_count16((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(chunk, top), follow)));
+    }
+#endif
+    for (; j < len; j++) continuation += (data[j] & 0xC0) == 0x80;
+    return len - continuation;
 }
 
 /* The parameter digests that join the chain before given units, from a list of (position, digests). */
@@ -481,23 +518,28 @@ static PyObject *hash_units(PyObject *self, PyObject *args) {
     }
 
     /* Pass 3: the chain, one link a unit. key = chain so far, then a digest, then the framing. */
-    uint8_t key[2 * DIGEST_SIZE + FRAMING_BYTES];
-    memcpy(key, chain_in.buf, DIGEST_SIZE);
+    /* One zero-padded block holds each link's input: the chain so far, then a digest, then the
+     * framing; each link's output is written back over the chain. */
+    uint8_t link[BLOCK_BYTES] = {0};
+    const Py_ssize_t key_bytes = 2 * DIGEST_SIZE + FRAMING_BYTES;
+    memcpy(link, chain_in.buf, DIGEST_SIZE);
     Py_ssize_t next_mix = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (next_mix < mixes.count && mixes.positions[next_mix] == i) {
             /* Each digest of the run joins the chain in turn: chain = blake2b(chain + digest). */
             PyObject *run = mixes.digests[next_mix++];
+            memset(link + 2 * DIGEST_SIZE, 0, FRAMING_BYTES);
             for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(run); k += DIGEST_SIZE) {
-                memcpy(key + DIGEST_SIZE, PyBytes_AS_STRING(run) + k, DIGEST_SIZE);
-                blake2b_128(key, 2 * DIGEST_SIZE, key);
+                memcpy(link + DIGEST_SIZE, PyBytes_AS_STRING(run) + k, DIGEST_SIZE);
+                blake2b_128_padded(link, 2 * DIGEST_SIZE, link);
             }
         }
-        memcpy(key + DIGEST_SIZE, digests[i], DIGEST_SIZE);
-        key[2 * DIGEST_SIZE] = ((const uint8_t *)tiers.buf)[i];
-        key[2 * DIGEST_SIZE + 1] = ((const uint8_t *)roles.buf)[i];
-        key[2 * DIGEST_SIZE + 2] = ((const uint8_t *)starts.buf)[i];
-        blake2b_128(key, sizeof key, key);
+        memcpy(link + DIGEST_SIZE, digests[i], DIGEST_SIZE);
+        link[2 * DIGEST_SIZE] = ((const uint8_t *)tiers.buf)[i];
+        link[2 * DIGEST_SIZE + 1] = ((const uint8_t *)roles.buf)[i];
+        link[2 * DIGEST_SIZE + 2] = ((const uint8_t *)starts.buf)[i];
+        blake2b_128_padded(link, key_bytes, link);
+        const uint8_t *key = link;
 
         PyObject *block_obj = hex_string(digests[i]);
         PyObject *prefix_obj = hex_string(key);
@@ -779,28 +821,43 @@ fail:
 }
 
 PyDoc_STRVAR(cumulative_tokens_doc,
-             "cumulative_tokens(estimates, scales) -> (cum_tokens, tokens)\n\n"
-             "Multiply `estimates[start:end]` by `factor` for each (start, end, factor) of `scales`,\n"
-             "then round the running sums half to even: cum_tokens starts at 0 and is one longer than\n"
-             "the estimates; tokens are its differences.");
+             "cumulative_tokens(chars, images, image_estimate, scales) -> (cum_tokens, tokens)\n\n"
+             "Estimate each unit as chars / 4, or `image_estimate` at the `images` positions; multiply\n"
+             "units start:end by factor for each (start, end, factor) of `scales`; then round the\n"
+             "running sums half to even: cum_tokens starts at 0 and is one longer than the units;\n"
+             "tokens are its differences.");
 
 static PyObject *cumulative_tokens(PyObject *self, PyObject *args) {
-    PyObject *estimates, *scales;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &estimates, &PyList_Type, &scales)) return NULL;
-    Py_ssize_t count = PyList_GET_SIZE(estimates);
+    PyObject *chars, *images, *scales;
+    double image_estimate;
+    if (!PyArg_ParseTuple(args, "O!O!dO!", &PyList_Type, &chars, &PyList_Type, &images, &image_estimate,
+                          &PyList_Type, &scales))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(chars);
     double *values = PyMem_Malloc(sizeof(double) * (size_t)(count ? count : 1));
     PyObject *cum = NULL, *tokens = NULL, *result = NULL;
     if (values == NULL) return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < count; i++) {
-        values[i] = PyFloat_AsDouble(PyList_GET_ITEM(estimates, i));
-        if (values[i] == -1.0 && PyErr_Occurred()) goto done;
+        /* Exact for any count of characters below 2**53, as Python's int / 4 is. */
+        Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(chars, i));
+        if (n == -1 && PyErr_Occurred()) goto done;
+        values[i] = (double)n / 4.0;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(images); k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(images, k));
+        if (i == -1 && PyErr_Occurred()) goto done;
+        if (i < 0 || i >= count) {
+            PyErr_SetString(PyExc_ValueError, "images: a position outside the units");
+            goto done;
+        }
+        values[i] = image_estimate;
     }
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(scales); k++) {
         Py_ssize_t start, end;
         double factor;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(scales, k), "nnd", &start, &end, &factor)) goto done;
         if (start < 0 || end > count || start > end) {
-            PyErr_SetString(PyExc_ValueError, "scales: a range outside the estimates");
+            PyErr_SetString(PyExc_ValueError, "scales: a range outside the units");
             goto done;
         }
         for (Py_ssize_t i = start; i < end; i++) values[i] *= factor;
@@ -866,5 +923,6 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (intern_names() < 0) return NULL;
+    fill_hex_pairs();
     return PyModule_Create(&native_module);
 }

@@ -620,14 +620,29 @@ def _render_responses(units: _Units, body: Mapping[str, JSON]) -> None:
         units.add("messages", role, mi, mid, [item])
 
 
-def token_estimates(rendered: RenderedRequest) -> list[float]:
-    """Uncalibrated token estimates: characters ÷ 4, and a flat figure per image."""
-    estimates = list(map(truediv, rendered.chars, repeat(4)))
-    if "image" in rendered.kinds:
-        for i, kind in enumerate(rendered.kinds):
-            if kind == "image":
-                estimates[i] = float(IMAGE_TOKEN_ESTIMATE)
+def token_estimates(
+    chars: list[int], images: list[int], image_estimate: float = IMAGE_TOKEN_ESTIMATE
+) -> list[float]:
+    """Uncalibrated token estimates: characters ÷ 4, and a flat figure for each image position."""
+    estimates = list(map(truediv, chars, repeat(4)))
+    for i in images:
+        estimates[i] = float(image_estimate)
     return estimates
+
+
+def _image_positions(kinds: list[str]) -> list[int]:
+    return [i for i, kind in enumerate(kinds) if kind == "image"] if "image" in kinds else []
+
+
+def _estimate_sum(chars: list[int], images: list[int], start: int, end: int) -> float:
+    """The sum of the estimates of units ``start:end``, from integers.
+
+    Every estimate is a multiple of 1/4, so any float sum of them is exact and equals this one,
+    whatever the order or the summation Python uses.
+    """
+    inside = [i for i in images if start <= i < end]
+    text = sum(chars[start:end]) - sum(chars[i] for i in inside)
+    return text / 4 + IMAGE_TOKEN_ESTIMATE * len(inside)
 
 
 def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
@@ -637,8 +652,9 @@ def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
     the units up to it are scaled to that figure and the rest to the uncached remainder: a prefix
     written by one request is then read back by the next at the very figure the provider reports.
     """
-    estimates = token_estimates(rendered)
-    n = len(estimates)
+    chars = rendered.chars
+    images = _image_positions(rendered.kinds)
+    n = len(chars)
     total = usage.prompt_total if usage is not None else None
     unattributed = 0
     scales: list[Scale] = []
@@ -646,23 +662,21 @@ def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
         anchor = _anchor(rendered, usage) if usage is not None else None
         if anchor is not None:
             position, through = anchor
-            head = sum(estimates[: position + 1])
-            tail = sum(estimates[position + 1 :])
+            head = _estimate_sum(chars, images, 0, position + 1)
+            tail = _estimate_sum(chars, images, position + 1, n)
             scales += _scale(0, position + 1, head, through)
             if tail > 0:
                 scales += _scale(position + 1, n, tail, total - through)
             else:
                 unattributed = total - through
         else:
-            whole = sum(estimates)
+            whole = _estimate_sum(chars, images, 0, n)
             if whole > 0:
                 scales += _scale(0, n, whole, total)
             else:
                 unattributed = total
-    if accel.native is not None:
-        rendered.cum_tokens, rendered.tokens = accel.native.cumulative_tokens(estimates, scales)
-    else:
-        rendered.cum_tokens, rendered.tokens = cumulative_tokens(estimates, scales)
+    tokens = accel.native.cumulative_tokens if accel.native is not None else cumulative_tokens
+    rendered.cum_tokens, rendered.tokens = tokens(chars, images, float(IMAGE_TOKEN_ESTIMATE), scales)
     rendered.unattributed_tokens = unattributed
 
 
@@ -674,13 +688,16 @@ def _scale(start: int, end: int, current: float, target: float) -> list[Scale]:
     return [(start, end, target / current)] if current > 0 else []
 
 
-def cumulative_tokens(estimates: list[float], scales: list[Scale]) -> tuple[list[int], list[int]]:
+def cumulative_tokens(
+    chars: list[int], images: list[int], image_estimate: float, scales: list[Scale]
+) -> tuple[list[int], list[int]]:
     """(cumulative, per unit) integer tokens: the estimates scaled, their running sums rounded.
 
+    Each unit's estimate is its characters ÷ 4, or ``image_estimate`` at the ``images`` positions.
     Rounding the running sum rather than each unit keeps every prefix within half a token of its
     estimate, however long the request.
     """
-    scaled = list(estimates)
+    scaled = token_estimates(chars, images, image_estimate)
     for start, end, factor in scales:
         scaled[start:end] = map(mul, scaled[start:end], repeat(factor))
     cum = [0]

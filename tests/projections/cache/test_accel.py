@@ -19,7 +19,7 @@ from projections.records import Usage
 pytestmark = pytest.mark.skipif(accel.native is None, reason="the C extension is not built here")
 
 texts = st.text(max_size=30) | st.sampled_from(
-    ["é", "😀 emoji", 'a "quote"', "back\\slash", "\n\t\x00", "x" * 300]
+    ["é", "😀 emoji", 'a "quote"', "back\\slash", "\n\t\x00", "x" * 300, "日本語のテキスト" * 9, "aé😀" * 30]
 )
 control = st.sampled_from([{"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}])
 
@@ -172,17 +172,21 @@ def test_the_c_walk_refuses_an_array_that_does_not_match_its_framing() -> None:
 
 
 @given(
-    st.lists(st.sampled_from([0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 1600.0]) | st.floats(0, 1e6), max_size=40),
+    st.lists(st.integers(0, 10**6) | st.sampled_from([0, 1, 2, 3, 6, 10]), max_size=40),
+    st.data(),
     st.floats(0.01, 100),
 )
-def test_token_sums_round_half_to_even_in_both(estimates: list[float], factor: float) -> None:
-    scales = [(0, len(estimates) // 2, factor)] if estimates else []
+def test_token_sums_round_half_to_even_in_both(chars: list[int], data: st.DataObject, factor: float) -> None:
+    images = sorted(data.draw(st.sets(st.integers(0, len(chars) - 1), max_size=3))) if chars else []
+    scales = [(0, len(chars) // 2, factor)] if chars else []
     assert accel.native is not None
-    assert accel.native.cumulative_tokens(estimates, scales) == cumulative_tokens(estimates, scales)
+    c = accel.native.cumulative_tokens(chars, images, 1600.0, scales)
+    assert c == cumulative_tokens(chars, images, 1600.0, scales)
 
 
 def test_halves_round_to_even_as_python_rounds() -> None:
     assert accel.native is not None
-    cum, tokens = accel.native.cumulative_tokens([0.5, 1.0, 1.0, 1.0], [])
+    cum, tokens = accel.native.cumulative_tokens([2, 4, 4, 4], [], 1600.0, [])
     assert cum == [0, 0, 2, 2, 4]  # 0.5 → 0, 1.5 → 2, 2.5 → 2, 3.5 → 4
     assert tokens == [0, 2, 0, 2]
+    assert accel.native.cumulative_tokens([2, 4], [1], 1600.0, [])[0] == [0, 0, 1600]
