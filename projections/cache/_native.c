@@ -1,13 +1,16 @@
-/* The hot loop of request rendering (projections/cache/units.py), in C.
+/* The hot loops of request rendering (projections/cache/units.py and canonical.py), in C.
  *
- * A rendered request is one compact JSON array with one element per unit, serialized in a single
- * call. This module walks that array once: it finds each element's span, counts its code points,
- * hashes it with BLAKE2b-128 (the block hash) and extends the prefix-hash chain, so a 2 MB request
- * costs one pass over its bytes instead of tens of thousands of interpreter-level calls.
+ * A 6,000-message request has thousands of units, and the interpreter-level work per unit (list
+ * appends, dictionary look-ups, two hash calls) used to cost more than hashing the bytes. Here:
+ * - flatten_messages: the message list into the renderer's per-unit lists, one pass;
+ * - hash_units: the units' canonical bytes, serialized as one compact JSON array, walked once for
+ *   each unit's span and code points; the block hashes four units at a time (AVX2, where the
+ *   processor has it); then the prefix-hash chain, one link a unit;
+ * - lookback_groups and cumulative_tokens: per-unit arithmetic of the rendering.
  *
- * units.py holds the same algorithm in plain Python (python_hash_units); the tests check that both
- * give identical results. BLAKE2b follows RFC 7693 with a 16-byte digest, no key, no salt and no
- * personalization, so it equals hashlib.blake2b(data, digest_size=16).
+ * Each has a plain-Python twin beside its caller, and the tests check that both give identical
+ * results. BLAKE2b follows RFC 7693 with a 16-byte digest, no key, no salt and no personalization,
+ * so it equals hashlib.blake2b(data, digest_size=16).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -897,20 +900,8 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(blake2b_128_doc, "blake2b_128(data) -> bytes\n\nBLAKE2b with a 16-byte digest.");
-
-static PyObject *py_blake2b_128(PyObject *self, PyObject *arg) {
-    Py_buffer data;
-    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0) return NULL;
-    uint8_t digest[DIGEST_SIZE];
-    blake2b_128(data.buf, (size_t)data.len, digest);
-    PyBuffer_Release(&data);
-    return PyBytes_FromStringAndSize((const char *)digest, DIGEST_SIZE);
-}
-
 static PyMethodDef native_methods[] = {
     {"hash_units", hash_units, METH_VARARGS, hash_units_doc},
-    {"blake2b_128", py_blake2b_128, METH_O, blake2b_128_doc},
     {"flatten_messages", flatten_messages, METH_VARARGS, flatten_messages_doc},
     {"lookback_groups", lookback_groups, METH_VARARGS, lookback_groups_doc},
     {"cumulative_tokens", cumulative_tokens, METH_VARARGS, cumulative_tokens_doc},
@@ -918,7 +909,8 @@ static PyMethodDef native_methods[] = {
 };
 
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "_native", "The render loop of projections.cache.units, in C.", -1, native_methods,
+    PyModuleDef_HEAD_INIT, "_native", "The hot loops of request rendering, in C (see projections/cache/accel.py).",
+    -1, native_methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {

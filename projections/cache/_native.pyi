@@ -10,7 +10,6 @@ def hash_units(
     mixes: list[tuple[int, bytes]],
     /,
 ) -> tuple[list[int], list[str], list[str]]: ...
-def blake2b_128(data: bytes, /) -> bytes: ...
 def flatten_messages(
     messages: list[JSON],
     leading_system: bool,
