@@ -27,6 +27,14 @@ class SessionAnalysis(models.Model):
         default=0, help_text="Client cache records whose requestRef names no stored request."
     )
     message = models.TextField(blank=True, help_text="Why the last analysis failed; empty when it did not.")
+    generation = models.PositiveIntegerField(
+        default=0, help_text="How many times the analysis was asked for: once per ingest of the session."
+    )
+    stored_generation = models.PositiveIntegerField(
+        default=0,
+        help_text="The generation the stored results were read at: a run stores only a reading at least "
+        "this recent, so results never go back in time and a run overtaken by a newer ingest still lands.",
+    )
 
     def __str__(self) -> str:
         return f"analysis of {self.session_id}: {self.status}"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
@@ -669,12 +669,12 @@ def analysis_request(*, session_id: int) -> bool:
     """Mark ``session_id``'s analysis as wanted; True when a task should be sent to run it."""
     now = timezone.now()
     analysis, created = SessionAnalysis.objects.get_or_create(
-        session_id=session_id, defaults={"requested_at": now}
+        session_id=session_id, defaults={"requested_at": now, "generation": 1}
     )
     if created:
         return True
     updated = SessionAnalysis.objects.filter(pk=analysis.pk).update(
-        status=SessionAnalysis.Status.QUEUED, requested_at=now, claimed_by=""
+        status=SessionAnalysis.Status.QUEUED, requested_at=now, claimed_by="", generation=F("generation") + 1
     )
     return bool(updated)
 
@@ -699,6 +699,12 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
 
 def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
     session = Session.objects.get(pk=session_id)
+    # Read before the rows: every ingest counted by now has committed, so the rows read below hold
+    # at least what this generation asked to analyse.
+    generation = (
+        SessionAnalysis.objects.filter(session_id=session_id).values_list("generation", flat=True).first()
+        or 0
+    )
     rows = list(Request.objects.filter(session=session).order_by("ordinal"))
     _progress(session_id, owner, total=len(rows), done=0)
     try:
@@ -736,8 +742,8 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
             records, events + [e for e in boundaries if is_boundary(e)], renderings=renderings
         )
         result.findings[:0] = findings
-        if not _store(session, rows, result, owner):
-            return result  # a newer ingest re-queued the session: the next run writes
+        if not _store(session, rows, result, generation):
+            return result  # a run that read a newer generation has stored its results already
     except Exception as error:
         if owner:
             SessionAnalysis.objects.filter(session_id=session_id, claimed_by=owner).update(
@@ -800,14 +806,20 @@ def _progress(session_id: int, owner: str, *, total: int, done: int) -> None:
         )
 
 
-def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, owner: str) -> bool:
+def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, generation: int) -> bool:
+    """Replace the session's stored results with ``result``, read at ``generation``; False, writing
+    nothing, when a run that read a newer generation has stored its results already.
+
+    A run overtaken by a newer ingest still stores what it read: under a steady stream of small
+    batches a long session would otherwise never show any result. The newer run overwrites it.
+    """
     by_key = {row.key: row for row in rows}
     with transaction.atomic():
-        # Lock the session row: two analyses of one session write one after the other, and one
-        # that lost its claim to a newer ingest writes nothing (its reading is out of date).
+        # Lock the session row: two analyses of one session write one after the other.
         Session.objects.select_for_update().filter(pk=session.pk).first()
-        if owner and not SessionAnalysis.objects.filter(session=session, claimed_by=owner).exists():
+        if SessionAnalysis.objects.filter(session=session, stored_generation__gt=generation).exists():
             return False
+        SessionAnalysis.objects.filter(session=session).update(stored_generation=generation)
         RequestAnalysis.objects.filter(session=session).delete()
         analyses = [
             RequestAnalysis(

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis, Source, Warning
+from dashboard.services import analysis as analysis_service
 from dashboard.services.analysis import (
     StoredRequestError,
     analysis_claim,
@@ -314,6 +315,72 @@ def test_the_task_claims_a_queued_analysis_once() -> None:
     assert (job.status, job.requests_total, job.requests_done) == ("done", 1, 1)
     assert RequestAnalysis.objects.filter(session=session).count() == 1
     assert not analysis_claim(session_id=session.pk, owner="another")
+
+
+def transcript_session(calls: int) -> Session:
+    source = Source.objects.create(name="laptop")
+    session = Session.objects.create(source=source, external_id="cc", format="claude-code")
+    for ordinal in range(calls):
+        usage_row(session, ordinal, START + timedelta(minutes=ordinal), 12_000 * ordinal, 12_000)
+    return session
+
+
+def ingest_during_the_run(monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
+    """Make the next analysis see a newer ingest arrive while it runs, and then run ``then``."""
+    engine = analysis_service.analyse_records
+
+    def overtaken(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(analysis_service, "analyse_records", engine)
+        result = engine(*args, **kwargs)
+        then()
+        return result
+
+    monkeypatch.setattr(analysis_service, "analyse_records", overtaken)
+
+
+@pytest.mark.django_db
+def test_a_run_overtaken_by_a_newer_ingest_still_stores_what_it_read_and_stays_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = transcript_session(2)
+    analysis_request(session_id=session.pk)
+    assert analysis_claim(session_id=session.pk, owner="task-a")
+
+    def newer_ingest() -> None:
+        usage_row(session, 2, START + timedelta(minutes=2), 24_000, 12_000)
+        analysis_request(session_id=session.pk)
+
+    ingest_during_the_run(monkeypatch, newer_ingest)
+    session_analyse(session_id=session.pk, owner="task-a")
+
+    job = SessionAnalysis.objects.get(session=session)
+    assert (job.status, job.generation, job.stored_generation) == ("queued", 2, 1)
+    assert RequestAnalysis.objects.filter(session=session).count() == 2  # what task-a read
+    assert analysis_claim(session_id=session.pk, owner="task-b")
+    session_analyse(session_id=session.pk, owner="task-b")
+    job.refresh_from_db()
+    assert (job.status, job.stored_generation) == ("done", 2)
+    assert RequestAnalysis.objects.filter(session=session).count() == 3
+
+
+@pytest.mark.django_db
+def test_an_older_reading_never_replaces_a_newer_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = transcript_session(2)
+    analysis_request(session_id=session.pk)
+    assert analysis_claim(session_id=session.pk, owner="task-a")
+
+    def newer_ingest_analysed_first() -> None:
+        usage_row(session, 2, START + timedelta(minutes=2), 24_000, 12_000)
+        analysis_request(session_id=session.pk)
+        assert analysis_claim(session_id=session.pk, owner="task-b")
+        session_analyse(session_id=session.pk, owner="task-b")
+
+    ingest_during_the_run(monkeypatch, newer_ingest_analysed_first)
+    session_analyse(session_id=session.pk, owner="task-a")  # finishes last, having read generation 1
+
+    job = SessionAnalysis.objects.get(session=session)
+    assert (job.status, job.stored_generation) == ("done", 2)
+    assert RequestAnalysis.objects.filter(session=session).count() == 3  # task-b's, not task-a's
 
 
 @pytest.mark.django_db
