@@ -317,12 +317,21 @@ def test_the_task_claims_a_queued_analysis_once() -> None:
     assert not analysis_claim(session_id=session.pk, owner="another")
 
 
-def transcript_session(calls: int) -> Session:
+def claimed_by_task_a() -> Session:
+    """A transcript session of two calls whose queued analysis task-a has claimed."""
     source = Source.objects.create(name="laptop")
     session = Session.objects.create(source=source, external_id="cc", format="claude-code")
-    for ordinal in range(calls):
+    for ordinal in range(2):
         usage_row(session, ordinal, START + timedelta(minutes=ordinal), 12_000 * ordinal, 12_000)
+    analysis_request(session_id=session.pk)
+    assert analysis_claim(session_id=session.pk, owner="task-a")
     return session
+
+
+def newer_ingest(session: Session) -> None:
+    """A third call arrives and asks for the analysis again."""
+    usage_row(session, 2, START + timedelta(minutes=2), 24_000, 12_000)
+    analysis_request(session_id=session.pk)
 
 
 def ingest_during_the_run(monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
@@ -342,15 +351,8 @@ def ingest_during_the_run(monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
 def test_a_run_overtaken_by_a_newer_ingest_still_stores_what_it_read_and_stays_queued(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    session = transcript_session(2)
-    analysis_request(session_id=session.pk)
-    assert analysis_claim(session_id=session.pk, owner="task-a")
-
-    def newer_ingest() -> None:
-        usage_row(session, 2, START + timedelta(minutes=2), 24_000, 12_000)
-        analysis_request(session_id=session.pk)
-
-    ingest_during_the_run(monkeypatch, newer_ingest)
+    session = claimed_by_task_a()
+    ingest_during_the_run(monkeypatch, lambda: newer_ingest(session))
     session_analyse(session_id=session.pk, owner="task-a")
 
     job = SessionAnalysis.objects.get(session=session)
@@ -365,13 +367,10 @@ def test_a_run_overtaken_by_a_newer_ingest_still_stores_what_it_read_and_stays_q
 
 @pytest.mark.django_db
 def test_an_older_reading_never_replaces_a_newer_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    session = transcript_session(2)
-    analysis_request(session_id=session.pk)
-    assert analysis_claim(session_id=session.pk, owner="task-a")
+    session = claimed_by_task_a()
 
     def newer_ingest_analysed_first() -> None:
-        usage_row(session, 2, START + timedelta(minutes=2), 24_000, 12_000)
-        analysis_request(session_id=session.pk)
+        newer_ingest(session)
         assert analysis_claim(session_id=session.pk, owner="task-b")
         session_analyse(session_id=session.pk, owner="task-b")
 
