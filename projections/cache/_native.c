@@ -697,7 +697,7 @@ static int collect(Collector *out, PyObject *tier, PyObject *role, char role_tag
 
 static int collect_message(Collector *out, PyObject *messages, Py_ssize_t mi, int *head) {
     PyObject *message = PyList_GET_ITEM(messages, mi);
-    if (!PyDict_CheckExact(message)) {
+    if (!PyDict_Check(message)) {
         PyErr_Format(PyExc_ValueError, "request body: messages[%zd] is not an object", mi);
         return -1;
     }
@@ -715,7 +715,7 @@ static int collect_message(Collector *out, PyObject *messages, Py_ssize_t mi, in
     char role_tag = tag != NULL && PyLong_Check(tag) ? (char)PyLong_AsLong(tag) : '?';
     PyObject *id = PyDict_GetItemWithError(message, str_id);
     if (id == NULL && PyErr_Occurred()) goto done;
-    if (id == NULL || !PyUnicode_CheckExact(id)) id = Py_None;
+    if (id == NULL || !PyUnicode_Check(id)) id = Py_None;
     PyObject *content = PyDict_GetItemWithError(message, str_content);
     if (content == NULL && PyErr_Occurred()) goto done;
     if (content == NULL) content = Py_None;
@@ -731,7 +731,7 @@ static int collect_message(Collector *out, PyObject *messages, Py_ssize_t mi, in
         goto done;
     }
     Py_ssize_t blocks = 0;
-    if (PyList_CheckExact(content)) {
+    if (PyList_Check(content)) {
         for (; blocks < PyList_GET_SIZE(content); blocks++)
             if (collect(out, tier, role, role_tag, index, blocks, id, NULL, PyList_GET_ITEM(content, blocks)) < 0)
                 goto done;

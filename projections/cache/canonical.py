@@ -66,14 +66,19 @@ def without_control(raw: JSON) -> JSON:
     return stripped
 
 
+def unit_bytes(raw: JSON) -> bytes:
+    """A unit's canonical bytes: ``cache_control`` removed, then serialized."""
+    return canonical_bytes(without_control(raw))
+
+
 def canonical_text(raw: JSON) -> str:
-    """A unit's canonical bytes as text, ``cache_control`` removed."""
-    return canonical_bytes(without_control(raw)).decode("utf-8")
+    """A unit's canonical bytes as text."""
+    return unit_bytes(raw).decode("utf-8")
 
 
 def block_hash(raw: JSON) -> str:
     """BLAKE2b-128 (hex) of a unit's canonical bytes."""
-    return blake2b(canonical_bytes(without_control(raw)), digest_size=DIGEST_SIZE).hexdigest()
+    return digest(unit_bytes(raw)).hex()
 
 
 def digest(data: bytes) -> bytes:

@@ -18,11 +18,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
-from operator import mul, ne, not_, or_, sub, truediv
+from operator import mul, sub, truediv
 from typing import Literal
 
 from projections.cache import accel
-from projections.cache.canonical import canonical_bytes, digest, hash_units, without_control
+from projections.cache.canonical import (
+    canonical_array,
+    canonical_bytes,
+    digest,
+    hash_units,
+    unit_bytes,
+    without_control,
+)
 from projections.records import JSON, Usage
 
 Tier = Literal["tools", "system", "messages"]
@@ -161,7 +168,7 @@ class RenderedRequest:
 
     def canonical(self, i: int) -> bytes:
         """The canonical bytes of unit ``i``, serialized again: a rendering keeps no copy of the prompt."""
-        return canonical_bytes(without_control(self.raws[i]))
+        return unit_bytes(self.raws[i])
 
     @property
     def canonicals(self) -> list[bytes]:
@@ -170,7 +177,7 @@ class RenderedRequest:
 
     def canonical_list(self, through: int) -> bytes:
         """The JSON array of the canonical bytes of units ``0..through`` (``[]`` below 0)."""
-        return b"[" + b",".join(self.canonical(i) for i in range(through + 1)) + b"]"
+        return canonical_array([without_control(raw) for raw in self.raws[: through + 1]])
 
     def block(self, i: int) -> Block:
         """The content-addressed :class:`Block` of unit ``i``."""
@@ -239,10 +246,12 @@ class _Units:
         """Positions of the units that carry a ``cache_control`` marker."""
         self.nested: list[int] = []
         """Positions of the tool results whose parts carry a marker."""
+        # One byte per unit each: what joins its link of the chain besides the block. Kept as the
+        # units are added (the C loop hands them over whole), where deriving them from the lists
+        # afterwards would cost another pass over every unit.
         self.tier_tags = bytearray()
         self.role_tags = bytearray()
         self.starts = bytearray()
-        """One byte per unit each: what joins its link of the chain besides the block."""
 
     def add(
         self,
@@ -346,9 +355,14 @@ def _lookback_groups(kinds: list[str]) -> list[int]:
     """
     if accel.native is not None:
         return accel.native.lookback_groups(kinds, _RUN_KINDS)
-    previous = ["", *kinds[:-1]]
-    opens = map(or_, map(ne, kinds, previous), map(not_, map(_RUN_KINDS.__contains__, kinds)))
-    return list(map(sub, accumulate(opens), repeat(1)))
+    groups: list[int] = []
+    group, previous = -1, ""
+    for kind in kinds:
+        if kind != previous or kind not in _RUN_KINDS:
+            group += 1
+        previous = kind
+        groups.append(group)
+    return groups
 
 
 def _ttl(control: JSON) -> str:
@@ -554,27 +568,23 @@ def _add_messages(units: _Units, messages: list[JSON], *, leading_system: bool) 
     head = leading_system
     add = units.add
     for mi, message in enumerate(messages):
-        if type(message) is not dict:
+        if not isinstance(message, dict):
             raise RenderError(f"request body: messages[{mi}] is not an object")
-        role = message.get("role", "?")
-        if type(role) is not str:
-            role = str(role)
+        role = str(message.get("role", "?"))
         head = head and role in ("system", "developer")
         tier: Tier = "system" if head else "messages"
-        mid = message.get("id")
-        if type(mid) is not str:
-            mid = None
+        mid = _message_id(message)
         content = message.get("content")
         if role == "tool":
             raw = {"type": "tool_result", "tool_call_id": message.get("tool_call_id"), "content": content}
             add(tier, role, mi, mid, [raw])
             continue
-        if type(content) is list:
-            add(tier, role, mi, mid, content)
-            blocks = len(content)
-        elif isinstance(content, str):
+        if isinstance(content, str):
             add(tier, role, mi, mid, [content])
             blocks = 1
+        elif isinstance(content, list):
+            add(tier, role, mi, mid, content)
+            blocks = len(content)
         elif content is None:
             blocks = 0
         else:
