@@ -691,7 +691,8 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
     """Analyse every request of a stored session and store the results and warnings.
 
     With ``owner`` (a claimed job) the job's progress and end are recorded on its row; a job
-    re-queued by a newer ingest while this one ran is left queued for the next task.
+    re-queued by a newer ingest while this one ran still stores what it read (see :func:`_store`)
+    and is left queued for the next task.
     """
     with collector_paused():
         return _session_analyse(session_id, owner)

@@ -3,9 +3,9 @@
 Ingesting or analysing a session with request bodies parses thousands of JSON objects that all live
 until the session is stored. The collector's passes are triggered by allocations, and each full
 pass walks every live container: while those objects pile up it runs ever more often and frees
-nothing (parsed JSON holds no reference cycles). On a 300-request, 60 MB claude-trace session that
-was half the ingest time. One session's work is bounded, so the collector is paused for it and
-resumes, with everything it would have found, when the session is done.
+nothing (parsed JSON holds no reference cycles). On a 300-request, 61 MB claude-trace log it took
+1.9 s of a 5.6 s ingest, and 0.2 s once paused. One session's work is bounded, so the collector is
+paused for it and resumes, with everything it would have found, when the session is done.
 
 The switch is process-wide: a thread that finds the collector already paused leaves it to whoever
 paused it.

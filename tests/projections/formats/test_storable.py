@@ -30,7 +30,7 @@ def test_nesting_read_off_the_bytes_is_the_values_depth(value: Any, ascii_only: 
     assert nesting(raw) == depth(value)
 
 
-def test_a_wide_shallow_body_is_accepted_and_a_deep_one_refused_whatever_its_brackets() -> None:
+def test_brackets_side_by_side_or_inside_strings_are_not_depth() -> None:
     wide = {"messages": [{"content": [{"text": "[{" * 200}]} for _ in range(500)]}
     assert decode_storable(json.dumps(wide).encode()).value == wide
     deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
