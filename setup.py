@@ -2,7 +2,7 @@
 
 The extension is optional: without a C compiler the install still succeeds and the engine runs the
 same algorithm in plain Python (the twins in projections/cache/canonical.py and units.py), six to
-seven times slower.
+eight times slower.
 """
 
 from setuptools import Extension, setup
