@@ -79,8 +79,8 @@ def _run(sessions: int, broker: str, database_url: str) -> None:
 
 
 def _engine_figures(corpus: list[tuple[str, list[Any]]]) -> None:
-    from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
-    from projections.fold import fold, fold_views, state_size_bytes
+    from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+    from projections.folds.fold import fold, fold_views, state_size_bytes
 
     v5, v6 = ContextBreakdownV5(), ContextBreakdownV6()
     identical = diverged = 0
@@ -119,8 +119,8 @@ def _engine_figures(corpus: list[tuple[str, list[Any]]]) -> None:
 
 def _store(corpus: list[tuple[str, list[Any]]]) -> dict[str, int]:
     from dashboard.models import Event, ProjectionRow, Session, Source
-    from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
-    from projections.fold import fold, state_size_bytes, to_row
+    from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+    from projections.folds.fold import fold, state_size_bytes, to_row
 
     started = time.perf_counter()
     source = Source.objects.create(name="refold-bench")
@@ -171,7 +171,7 @@ def _listing_figures(corpus: list[tuple[str, list[Any]]], session_ids: dict[str,
     from django.db import connection
 
     from dashboard.models import ProjectionRow
-    from projections.registry import get_projection
+    from projections.folds.registry import get_projection
 
     timings: dict[int, float] = {}
     connection.ensure_connection()

@@ -261,7 +261,7 @@ def _consistent(tally: Tally) -> bool:
 
     from dashboard.models import Event, ProjectionRow, Session
     from dashboard.services.folds import Track, _live_rows, drain, fold_tracks, session_records
-    from projections.registry import live_projections
+    from projections.folds.registry import live_projections
 
     problems: list[str] = []
     stored: dict[str, set[int]] = defaultdict(set)

@@ -24,9 +24,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from dashboard.models import Event, ProjectionRow, Session, Warning
-from projections.fold import FoldStep
-from projections.records import JSON, EventRecord
-from projections.registry import (
+from projections.folds.fold import FoldStep
+from projections.folds.registry import (
     AnyProjection,
     FoldError,
     fold_views,
@@ -35,6 +34,7 @@ from projections.registry import (
     live_versions,
     state_size_bytes,
 )
+from projections.records import JSON, EventRecord
 
 EVENT_CHUNK = 2000
 

@@ -25,10 +25,10 @@ from dashboard.services.folds import (
     session_refresh_warning_count,
     session_warn,
 )
-from projections.fold import FoldStep
+from projections.folds.fold import FoldStep
+from projections.folds.registry import UnknownProjection, get_projection
 from projections.formats import ProjCacheRow, read_projcache
 from projections.records import JSON, EventRecord, FormatError
-from projections.registry import UnknownProjection, get_projection
 
 Step = tuple[EventRecord, list[FoldStep[Any, Any] | None]]
 

@@ -41,7 +41,7 @@ from dashboard.services.folds import (
     session_refresh_warning_count,
     session_warn,
 )
-from projections.registry import UnknownProjection, get_projection
+from projections.folds.registry import UnknownProjection, get_projection
 
 REFOLD_CHUNK = 25
 """Sessions per chunk task: small enough that a dead worker loses little, large enough to batch."""

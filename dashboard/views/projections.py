@@ -21,7 +21,7 @@ from dashboard.roles import OPERATOR, has_role
 from dashboard.services.folds import session_breakdown_series_cached
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report
 from dashboard.tasks import refold_run_task
-from projections.registry import defined_versions, live_versions
+from projections.folds.registry import defined_versions, live_versions
 
 RUNS_LISTED = 20
 REPORT_LISTED = 100

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from projections.append_vector import AppendVector
 from projections.events import (
     APPEND,
     METERING_TYPES,
@@ -35,10 +34,11 @@ from projections.events import (
     replaced_seqs,
     surface_op,
 )
+from projections.folds.append_vector import AppendVector
+from projections.folds.projection import Projection
+from projections.folds.surface import resolve_range
 from projections.prices import event_price
-from projections.projection import Projection
 from projections.records import JSON, EventRecord
-from projections.surface import resolve_range
 
 KEY = "contextBreakdown"
 SYSTEM_TYPE = "system/message"

@@ -30,8 +30,8 @@ from projections.events import (
     surface_op,
     usage_of,
 )
+from projections.folds.projection import Projection
 from projections.prices import event_price, header_system_price
-from projections.projection import Projection
 from projections.records import JSON, EventRecord
 
 KEY = "contextPressure"

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from projections.events import KNOWN_EVENT_TYPES, FoldError, fold_error
+from projections.folds.projection import Projection
 from projections.prices import PriceError
-from projections.projection import Projection
 from projections.records import JSON, EventRecord
 
 S = TypeVar("S")

@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
-from projections.cache_metrics import CacheMetricsV1
-from projections.context_pressure import ContextPressureV1
 from projections.events import FoldError
-from projections.fold import FoldStep, ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
-from projections.projection import Projection
-from projections.token_usage import TokenUsageV1
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.cache_metrics import CacheMetricsV1
+from projections.folds.context_pressure import ContextPressureV1
+from projections.folds.fold import FoldStep, ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
+from projections.folds.projection import Projection
+from projections.folds.token_usage import TokenUsageV1
 
 AnyProjection = Projection[Any, Any]
 

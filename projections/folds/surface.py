@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from projections.append_vector import AppendVector
 from projections.events import APPEND, Replace, fold_error, surface_op
+from projections.folds.append_vector import AppendVector
 from projections.records import EventRecord
 
 _NO_SOURCES: Mapping[int, tuple[int, ...]] = MappingProxyType({})

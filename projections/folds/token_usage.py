@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from projections.events import UsageReport, report_key, usage_of
-from projections.projection import Projection
+from projections.folds.projection import Projection
 from projections.records import JSON, EventRecord
 
 KEY = "tokenUsage"

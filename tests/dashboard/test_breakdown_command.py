@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.demo import write_demo_dataset
-from projections.fold import fold
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.fold import fold
 from projections.formats import read_sessions
 from projections.records import EventRecord
 from projections.synthetic import LogBuilder

@@ -24,9 +24,9 @@ from dashboard.services.refold import (
     refold_session,
 )
 from dashboard.tasks import refold_run_task
-from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.events import FoldError
-from projections.fold import fold, state_size_bytes, to_row
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.fold import fold, state_size_bytes, to_row
 from projections.synthetic import LogBuilder
 from tests.dashboard.test_folds import bad_claim_log, conversation, stored_session
 from tests.dashboard.workers import broker_or_skip, wait_for, worker_process

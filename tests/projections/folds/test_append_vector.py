@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.append_vector import AppendVector
+from projections.folds.append_vector import AppendVector
 
 
 def test_append_returns_a_longer_vector_and_keeps_the_original() -> None:

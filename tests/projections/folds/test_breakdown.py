@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.breakdown import (
+from projections.events import Claim, FoldError
+from projections.folds.breakdown import (
     Breakdown,
     BreakdownV6State,
     ContextBreakdownV5,
     ContextBreakdownV6,
     SystemPrompt,
 )
-from projections.events import Claim, FoldError
-from projections.fold import fold, fold_views, resume, state_size_bytes, to_row
+from projections.folds.fold import fold, fold_views, resume, state_size_bytes, to_row
+from projections.folds.projection import Projection
 from projections.prices import event_price
-from projections.projection import Projection
 from projections.synthetic import LogBuilder
 
 V5 = ContextBreakdownV5()

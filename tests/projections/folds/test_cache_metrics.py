@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from projections.cache_metrics import CacheMetrics, CacheMetricsV1, tools_fingerprint
-from projections.fold import fold, resume, to_row
+from projections.folds.cache_metrics import CacheMetrics, CacheMetricsV1, tools_fingerprint
+from projections.folds.fold import fold, resume, to_row
 from projections.synthetic import LogBuilder
 
 METRICS = CacheMetricsV1()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from projections.context_pressure import ContextPressure, ContextPressureV1
-from projections.fold import fold, resume, to_row
+from projections.folds.context_pressure import ContextPressure, ContextPressureV1
+from projections.folds.fold import fold, resume, to_row
 from projections.prices import event_price, message_price
 from projections.synthetic import LogBuilder
 

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from projections.breakdown import Breakdown, ContextBreakdownV5, ContextBreakdownV6
 from projections.events import FoldError
-from projections.fold import ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
+from projections.folds.breakdown import Breakdown, ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.fold import ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
+from projections.folds.token_usage import TokenUsageV1
 from projections.synthetic import LogBuilder
-from projections.token_usage import TokenUsageV1
 
 V5 = ContextBreakdownV5()
 V6 = ContextBreakdownV6()

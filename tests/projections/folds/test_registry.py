@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from projections.breakdown import ContextBreakdownV5, ContextBreakdownV6
-from projections.registry import (
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.registry import (
     UnknownProjection,
     defined_versions,
     get_projection,

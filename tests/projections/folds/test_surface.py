@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from projections.events import FoldError
+from projections.folds.surface import Surface, apply_surface, fold_surface
 from projections.records import EventRecord
-from projections.surface import Surface, apply_surface, fold_surface
 from projections.synthetic import LogBuilder
 
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from projections.fold import fold, resume, to_row
+from projections.folds.fold import fold, resume, to_row
+from projections.folds.token_usage import TokenUsage, TokenUsageV1
 from projections.records import JSON
 from projections.synthetic import LogBuilder
-from projections.token_usage import TokenUsage, TokenUsageV1
 
 USAGE = TokenUsageV1()
 
