@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from projections.cache import accel  # noqa: E402
 from projections.cache.canonical import digest  # noqa: E402
 from projections.cache.diff import diff_requests  # noqa: E402
-from projections.cache.units import render_request  # noqa: E402
+from projections.cache.rendering import render_request  # noqa: E402
 from projections.formats import read_sessions  # noqa: E402
 from projections.records import RequestRecord, Usage  # noqa: E402
 

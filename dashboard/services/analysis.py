@@ -37,8 +37,9 @@ from projections.cache.receipts import (
     verify_render_record_event,
 )
 from projections.cache.record import render_record
+from projections.cache.rendered_request import RenderedRequest
+from projections.cache.rendering import RenderError, render_request
 from projections.cache.transcript import TranscriptCall, predict_transcript
-from projections.cache.units import RenderedRequest, RenderError, render_request
 from projections.cache.warnings import CacheWarning, over_credit, render_mismatch, unexplained_miss
 from projections.formats import read_sessions
 from projections.records import JSON, EventRecord, LineError, RequestRecord, Usage

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.models import Block
-from projections.cache.units import render_request
+from projections.cache.rendering import render_request
 from projections.records import RequestRecord
 
 

@@ -24,7 +24,7 @@ from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups
 from dashboard.services.projcache import projcache_ingest
 from dashboard.services.summaries import session_refresh_summary
-from projections.cache.units import RenderError
+from projections.cache.rendering import RenderError
 from projections.formats import read_sessions
 from projections.records import EventRecord, FormatError, LineError, RequestRecord, SessionImport
 

@@ -1,4 +1,4 @@
-from projections.cache.units import Tier
+from projections.cache.rendered_request import Tier
 from projections.records import JSON
 
 def hash_units(

@@ -14,7 +14,8 @@ from projections.cache.causes import Cause, classify_change
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.providers import CachePredictor, CallInput, Prediction, cache_facts
 from projections.cache.receipts import CreditRecord, WireReceipt, verify_wire_receipt
-from projections.cache.units import RenderedRequest, Tier, render_request
+from projections.cache.rendered_request import RenderedRequest, Tier
+from projections.cache.rendering import render_request
 from projections.cache.warnings import (
     CacheWarning,
     marker_limit,

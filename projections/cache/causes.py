@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from projections.cache.diff import ChangedUnit
-from projections.cache.units import RenderedRequest
+from projections.cache.rendered_request import RenderedRequest
 from projections.records import JSON
 
 CauseLabel = Literal[

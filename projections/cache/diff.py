@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Literal
 
 from projections.cache.record import RecordMarker, render_record
-from projections.cache.units import TIERS, RenderedRequest, Tier
+from projections.cache.rendered_request import TIERS, RenderedRequest, Tier
 
 MarkerState = Literal["kept", "broken", "expired", "out-of-reach", "below-minimum"]
 

@@ -13,7 +13,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from projections.cache.diff import shared_prefix_length
-from projections.cache.units import RenderedRequest
+from projections.cache.rendered_request import RenderedRequest
 
 Family = Literal["anthropic", "openai", "deepseek", "gemini"]
 

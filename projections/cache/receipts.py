@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from hashlib import sha256
 
 from projections.cache.record import render_record
-from projections.cache.units import RenderedRequest
+from projections.cache.rendered_request import RenderedRequest
 from projections.records import JSON
 
 MEMBRANE_SCHEME = "membrane-sha256-v1"

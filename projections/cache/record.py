@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from projections.cache.units import RenderedRequest, Tier
+from projections.cache.rendered_request import RenderedRequest, Tier
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from dashboard.services.analysis import (
 )
 from dashboard.services.ingest import ingest_paths
 from dashboard.tasks import analyse_session_task
-from projections.cache.units import render_request
+from projections.cache.rendering import render_request
 from projections.records import Usage
 from tests.dashboard.logs import write_jsonl
 

@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projections.cache import accel
+from projections.cache.calibration import cumulative_tokens
 from projections.cache.canonical import DIGEST_SIZE, canonical_array, canonical_bytes, python_hash_units
-from projections.cache.units import RenderedRequest, RenderError, cumulative_tokens, render_request
+from projections.cache.rendered_request import RenderedRequest
+from projections.cache.rendering import RenderError, render_request
 from projections.records import Usage
 
 pytestmark = pytest.mark.skipif(accel.native is None, reason="the C extension is not built here")

@@ -5,7 +5,7 @@ from typing import Any
 
 from projections.cache.causes import REMEDIES, Cause, classify_change, smallest_span, unit_text
 from projections.cache.diff import first_change, shared_prefix_length
-from projections.cache.units import render_request
+from projections.cache.rendering import render_request
 from tests.projections.cache.builders import body, conversation, tools
 
 

@@ -15,7 +15,7 @@ from projections.cache.providers import (
     predict_calls,
     split_writes,
 )
-from projections.cache.units import render_request
+from projections.cache.rendering import render_request
 from projections.records import Usage
 from tests.projections.cache.builders import T0
 

@@ -20,7 +20,7 @@ from projections.cache.receipts import (
     verify_render_record_event,
     verify_wire_receipt,
 )
-from projections.cache.units import render_request
+from projections.cache.rendering import render_request
 from tests.projections.cache.builders import body, conversation
 
 

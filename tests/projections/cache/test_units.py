@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.cache.canonical import block_hash, canonical_text
-from projections.cache.units import RenderError, render_request
+from projections.cache.rendering import RenderError, render_request
 from projections.records import Usage
 from tests.projections.cache.builders import body, conversation, image_block, tools
 

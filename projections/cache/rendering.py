@@ -16,29 +16,12 @@ the plain Python beside them otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from operator import mul, sub, truediv
-from typing import Literal
 
 from projections.cache import accel
-from projections.cache.canonical import (
-    canonical_array,
-    canonical_bytes,
-    digest,
-    hash_units,
-    unit_bytes,
-    without_control,
-)
+from projections.cache.calibration import calibrate
+from projections.cache.canonical import canonical_bytes, digest, hash_units, without_control
+from projections.cache.rendered_request import TIERS, Marker, RenderedRequest, Tier, tier_start
 from projections.records import JSON, Usage
-
-Tier = Literal["tools", "system", "messages"]
-
-TIERS: tuple[Tier, ...] = ("tools", "system", "messages")
-
-IMAGE_TOKEN_ESTIMATE = 1_600
-"""A full-size image costs about (width x height) / 750 ≈ 1,600 tokens (Anthropic vision docs);
-the base64 length says nothing useful about it, and calibration corrects the total anyway."""
 
 _ROLE_TAG = {
     "user": ord("u"),
@@ -56,149 +39,6 @@ _RUN_KINDS = frozenset({"tool_use", "tool_result"})
 
 class RenderError(ValueError):
     """A request body that cannot be rendered, naming the field that is wrong."""
-
-
-@dataclass(frozen=True, slots=True)
-class Marker:
-    """A cache breakpoint: the unit it sits on and the TTL it asks for."""
-
-    position: int
-    ttl: str = "5m"
-    automatic: bool = False
-    """True for the breakpoint implied by a top-level ``cache_control``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """A content-addressed unit as the store keeps it: one copy per distinct hash."""
-
-    hash: str
-    kind: str
-    canonical: bytes
-    chars: int
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One unit of a rendered request, with its place in the prefix."""
-
-    position: int
-    tier: Tier
-    role: str
-    message_index: int | None
-    block_index: int | None
-    message_id: str | None
-    kind: str
-    identity: str
-    block_hash: str
-    prefix_hash: str
-    canonical: bytes
-    chars: int
-    tokens: int
-    raw: JSON
-
-
-@dataclass(slots=True)
-class RenderedRequest:
-    """A request flattened into units, held as parallel lists indexed by position."""
-
-    provider: str
-    api: str
-    model: str
-    params: Mapping[str, JSON]
-    header_hash: str
-    tiers: list[Tier]
-    roles: list[str]
-    message_indexes: list[int | None]
-    block_indexes: list[int | None]
-    message_ids: list[str | None]
-    kinds: list[str]
-    block_hashes: list[str]
-    prefix_hashes: list[str]
-    chars: list[int]
-    raws: list[JSON]
-    lookback_groups: list[int]
-    """Lookback position of each unit: a run of adjacent tool_use (or tool_result) units shares one."""
-    markers: tuple[Marker, ...]
-    warnings: tuple[str, ...]
-    tokens: list[int] = field(default_factory=list)
-    cum_tokens: list[int] = field(default_factory=list)
-    """``cum_tokens[i]`` is the token count of units ``0..i-1``; one longer than the unit list."""
-    unattributed_tokens: int = 0
-    """Reported prompt tokens no unit accounts for (framing after the last unit)."""
-
-    def __len__(self) -> int:
-        return len(self.block_hashes)
-
-    @property
-    def units(self) -> list[Unit]:
-        """Every unit as an object; built on demand because most callers need only the lists."""
-        return [self.unit(i) for i in range(len(self.block_hashes))]
-
-    def unit(self, i: int) -> Unit:
-        """The unit at position ``i``."""
-        return Unit(
-            position=i,
-            tier=self.tiers[i],
-            role=self.roles[i],
-            message_index=self.message_indexes[i],
-            block_index=self.block_indexes[i],
-            message_id=self.message_ids[i],
-            kind=self.kinds[i],
-            identity=self.identity(i),
-            block_hash=self.block_hashes[i],
-            prefix_hash=self.prefix_hashes[i],
-            canonical=self.canonical(i),
-            chars=self.chars[i],
-            tokens=self.tokens[i],
-            raw=self.raws[i],
-        )
-
-    def identity(self, i: int) -> str:
-        """Where unit ``i`` sits, stable across requests: tool name, system block, message and block."""
-        tier = self.tiers[i]
-        if tier == "tools":
-            return f"tools:{_tool_name(self.raws[i])}"
-        mi = self.message_indexes[i]
-        if mi is None:
-            return f"{tier}:{self.block_indexes[i]}"
-        owner = self.message_ids[i] or f"#{mi}"
-        return f"{tier}:{owner}.{self.block_indexes[i]}"
-
-    def canonical(self, i: int) -> bytes:
-        """The canonical bytes of unit ``i``, serialized again: a rendering keeps no copy of the prompt."""
-        return unit_bytes(self.raws[i])
-
-    @property
-    def canonicals(self) -> list[bytes]:
-        """Every unit's canonical bytes, in order."""
-        return [self.canonical(i) for i in range(len(self.raws))]
-
-    def canonical_list(self, through: int) -> bytes:
-        """The JSON array of the canonical bytes of units ``0..through`` (``[]`` below 0)."""
-        return canonical_array([without_control(raw) for raw in self.raws[: through + 1]])
-
-    def block(self, i: int) -> Block:
-        """The content-addressed :class:`Block` of unit ``i``."""
-        return Block(self.block_hashes[i], self.kinds[i], self.canonical(i), self.chars[i], self.tokens[i])
-
-    def blocks(self) -> list[Block]:
-        """One :class:`Block` per unit, in order (duplicates included; the store dedupes by hash)."""
-        return [self.block(i) for i in range(len(self.block_hashes))]
-
-    def prefix_tokens(self, position: int) -> int:
-        """Tokens of the prefix through unit ``position`` inclusive."""
-        return self.cum_tokens[position + 1]
-
-    def tier_start(self, tier: Tier) -> int:
-        """Position of the first unit of ``tier`` or later; the unit count if there is none."""
-        return tier_start(self.tiers, tier)
-
-    @property
-    def total_tokens(self) -> int:
-        """Every prompt token of the request: the units plus what no unit accounts for."""
-        return self.cum_tokens[-1] + self.unattributed_tokens
 
 
 _KIND_ALIASES: dict[str, str] = {
@@ -371,19 +211,6 @@ def _ttl(control: JSON) -> str:
     return "5m"
 
 
-def _tool_name(tool: JSON) -> str:
-    if isinstance(tool, dict):
-        name = tool.get("name")
-        if isinstance(name, str):
-            return name
-        function = tool.get("function")
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            return str(function["name"])
-        if isinstance(tool.get("type"), str):
-            return str(tool["type"])
-    return "?"
-
-
 def _message_id(message: Mapping[str, JSON]) -> str | None:
     value = message.get("id")
     return value if isinstance(value, str) else None
@@ -528,16 +355,6 @@ def _tier_mixes(tiers: list[Tier], tier_params: Mapping[Tier, Mapping[str, JSON]
     return sorted(mixes.items())
 
 
-def tier_start(tiers: Sequence[Tier], tier: Tier) -> int:
-    """Position of the first unit of ``tier`` or a later tier; the unit count if there is none."""
-    for candidate in TIERS[TIERS.index(tier) :]:
-        try:
-            return tiers.index(candidate)
-        except ValueError:
-            continue
-    return len(tiers)
-
-
 def _render_tools(units: _Units, body: Mapping[str, JSON]) -> None:
     tools = body.get("tools") or []
     if not isinstance(tools, list):
@@ -628,97 +445,3 @@ def _render_responses(units: _Units, body: Mapping[str, JSON]) -> None:
         head = False
         role = "tool" if _kind(item) == "tool_result" else "assistant"
         units.add("messages", role, mi, mid, [item])
-
-
-def token_estimates(
-    chars: list[int], images: list[int], image_estimate: float = IMAGE_TOKEN_ESTIMATE
-) -> list[float]:
-    """Uncalibrated token estimates: characters ÷ 4, and a flat figure for each image position."""
-    estimates = list(map(truediv, chars, repeat(4)))
-    for i in images:
-        estimates[i] = float(image_estimate)
-    return estimates
-
-
-def _image_positions(kinds: list[str]) -> list[int]:
-    return [i for i, kind in enumerate(kinds) if kind == "image"] if "image" in kinds else []
-
-
-def _estimate_sum(chars: list[int], images: list[int], start: int, end: int) -> float:
-    """The sum of the estimates of units ``start:end``, from integers.
-
-    Every estimate is a multiple of 1/4, so any float sum of them is exact and equals this one,
-    whatever the order or the summation Python uses.
-    """
-    inside = [i for i in images if start <= i < end]
-    text = sum(chars[start:end]) - sum(chars[i] for i in inside)
-    return text / 4 + IMAGE_TOKEN_ESTIMATE * len(inside)
-
-
-def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
-    """Set integer token counts: characters ÷ 4, scaled so the units sum to the reported total.
-
-    For Anthropic usage the prefix through the last breakpoint is known exactly (read + write), so
-    the units up to it are scaled to that figure and the rest to the uncached remainder: a prefix
-    written by one request is then read back by the next at the very figure the provider reports.
-    """
-    chars = rendered.chars
-    images = _image_positions(rendered.kinds)
-    n = len(chars)
-    total = usage.prompt_total if usage is not None else None
-    unattributed = 0
-    scales: list[Scale] = []
-    if total is not None and n:
-        anchor = _anchor(rendered, usage) if usage is not None else None
-        if anchor is not None:
-            position, through = anchor
-            head = _estimate_sum(chars, images, 0, position + 1)
-            tail = _estimate_sum(chars, images, position + 1, n)
-            scales += _scale(0, position + 1, head, through)
-            if tail > 0:
-                scales += _scale(position + 1, n, tail, total - through)
-            else:
-                unattributed = total - through
-        else:
-            whole = _estimate_sum(chars, images, 0, n)
-            if whole > 0:
-                scales += _scale(0, n, whole, total)
-            else:
-                unattributed = total
-    tokens = accel.native.cumulative_tokens if accel.native is not None else cumulative_tokens
-    rendered.cum_tokens, rendered.tokens = tokens(chars, images, float(IMAGE_TOKEN_ESTIMATE), scales)
-    rendered.unattributed_tokens = unattributed
-
-
-Scale = tuple[int, int, float]
-"""Units ``start:end`` are multiplied by ``factor``."""
-
-
-def _scale(start: int, end: int, current: float, target: float) -> list[Scale]:
-    return [(start, end, target / current)] if current > 0 else []
-
-
-def cumulative_tokens(
-    chars: list[int], images: list[int], image_estimate: float, scales: list[Scale]
-) -> tuple[list[int], list[int]]:
-    """(cumulative, per unit) integer tokens: the estimates scaled, their running sums rounded.
-
-    Each unit's estimate is its characters ÷ 4, or ``image_estimate`` at the ``images`` positions.
-    Rounding the running sum rather than each unit keeps every prefix within half a token of its
-    estimate, however long the request.
-    """
-    scaled = token_estimates(chars, images, image_estimate)
-    for start, end, factor in scales:
-        scaled[start:end] = map(mul, scaled[start:end], repeat(factor))
-    cum = [0]
-    cum.extend(map(round, accumulate(scaled)))
-    return cum, list(map(sub, cum[1:], cum))
-
-
-def _anchor(rendered: RenderedRequest, usage: Usage) -> tuple[int, int] | None:
-    if usage.convention not in ("anthropic", "dsh") or not rendered.markers:
-        return None
-    through = (usage.cache_read or 0) + (usage.cache_write or 0)
-    if through <= 0 or usage.prompt_total is None or through > usage.prompt_total:
-        return None
-    return max(m.position for m in rendered.markers), through
