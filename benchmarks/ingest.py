@@ -44,7 +44,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cachescope-bench-") as scratch:
         corpus = Path(scratch) / "corpus"
-        from projections.demo import write_corpus
+        from dashboard.demo import write_corpus
 
         started = time.perf_counter()
         stats = write_corpus(corpus, target_bytes=args.mb * 1024 * 1024)

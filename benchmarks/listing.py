@@ -216,14 +216,14 @@ def _describe(fleet: Fleet) -> Fleet:
 def _ingest_heavy_log(rng: random.Random) -> None:
     """A long dsh session (compactions, prunings, about 2,000 requests) through the real ingest, so its
     page shows real folds and analyses."""
+    from dashboard.demo import pools
+    from dashboard.demo.cache_model import AnthropicCache
+    from dashboard.demo.clock import at, epoch_ms
+    from dashboard.demo.dsh_log import DshLog
+    from dashboard.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
+    from dashboard.demo.dsh_writer import write_session
+    from dashboard.demo.scenarios import OPUS_41, SONNET
     from dashboard.services.ingest import ingest_paths
-    from projections.demo import pools
-    from projections.demo.cache_model import AnthropicCache
-    from projections.demo.clock import at, epoch_ms
-    from projections.demo.dsh_log import DshLog
-    from projections.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
-    from projections.demo.dsh_writer import write_session
-    from projections.demo.scenarios import OPUS_41, SONNET
 
     turns = HEAVY_REQUESTS // 5
     log = DshLog(

@@ -59,7 +59,7 @@ def _run(sessions: int, broker: str, database_url: str) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from projections.demo import refold_corpus
+    from dashboard.demo import refold_corpus
 
     started = time.perf_counter()
     corpus = list(refold_corpus(sessions=sessions))

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from projections.demo import write_demo_dataset
+from dashboard.demo import write_demo_dataset
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.folds.fold import fold
 from projections.formats import read_sessions

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from dashboard.demo import DemoManifest, write_demo_dataset
 from dashboard.models import ProjcacheCheck, ProjectionRow, Session, Warning
 from dashboard.services.ingest import ingest_paths
-from projections.demo import DemoManifest, write_demo_dataset
 
 pytestmark = pytest.mark.django_db
 

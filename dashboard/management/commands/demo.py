@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from dashboard.demo import write_demo_dataset
 from dashboard.services.ingest import ingest_paths
-from projections.demo import write_demo_dataset
 
 DEMO_USER = "demo"
 

@@ -4,10 +4,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from projections.demo import DemoManifest
+from dashboard.demo import DemoManifest
 from projections.prices import event_price
 from projections.records import EventRecord
-from tests.projections.demo.conftest import read_lines
+from tests.dashboard.demo.conftest import read_lines
 
 
 def replay(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:

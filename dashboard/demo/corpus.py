@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from projections.demo import pools
-from projections.demo.cache_model import AnthropicCache
-from projections.demo.clock import at, epoch_ms
-from projections.demo.dsh_log import DshLog
-from projections.demo.dsh_scenarios import (
+from dashboard.demo import pools
+from dashboard.demo.cache_model import AnthropicCache
+from dashboard.demo.clock import at, epoch_ms
+from dashboard.demo.dsh_log import DshLog
+from dashboard.demo.dsh_scenarios import (
     DshPlan,
     DshRun,
     compact,
@@ -25,8 +25,8 @@ from projections.demo.dsh_scenarios import (
     stamped_system,
     work_turn,
 )
-from projections.demo.dsh_writer import event_records, write_session
-from projections.demo.scenarios import OPUS_41, SONNET
+from dashboard.demo.dsh_writer import event_records, write_session
+from dashboard.demo.scenarios import OPUS_41, SONNET
 from projections.records import EventRecord
 
 REFERENCE_SESSIONS = 836

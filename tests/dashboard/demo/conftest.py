@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import zstandard
 
-from projections.demo import DemoManifest, write_demo_dataset
+from dashboard.demo import DemoManifest, write_demo_dataset
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from projections.demo import pools
-from projections.demo.dsh_log import HASH_SCHEME, DshLog
+from dashboard.demo import pools
+from dashboard.demo.dsh_log import HASH_SCHEME, DshLog
 
 DSH_TOOLS = ("read_file", "run_shell", "search", "edit_file", "screenshot")
 PRUNED_TEXT = "[tool output pruned to save context]"

@@ -6,7 +6,7 @@ import json
 from email.utils import format_datetime
 from typing import Any
 
-from projections.demo.conversation import Call
+from dashboard.demo.conversation import Call
 
 API_URL = "https://api.anthropic.com/v1/messages?beta=true"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections.demo.cache_model import (
+from dashboard.demo.cache_model import (
     FRAMING_TOKENS,
     TTL_1H,
     AnthropicCache,

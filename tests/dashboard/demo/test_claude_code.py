@@ -4,8 +4,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from projections.demo import DemoManifest
-from tests.projections.demo.conftest import read_lines
+from dashboard.demo import DemoManifest
+from tests.dashboard.demo.conftest import read_lines
 
 
 def transcripts(demo: tuple[Path, DemoManifest]) -> list[tuple[Any, list[dict[str, Any]]]]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from projections.demo import DemoManifest, ExpectedSession, write_demo_dataset
-from tests.projections.demo.conftest import read_lines
+from dashboard.demo import DemoManifest, ExpectedSession, write_demo_dataset
+from tests.dashboard.demo.conftest import read_lines
 
 Totals = tuple[int, int, int, int]
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from projections.demo import pools
-from projections.demo.cache_model import (
+from dashboard.demo import pools
+from dashboard.demo.cache_model import (
     ANTHROPIC_MINIMUM,
     TTL_1H,
     AnthropicCache,
@@ -26,7 +26,7 @@ from projections.demo.cache_model import (
     estimate_tokens,
     prefix_chain,
 )
-from projections.demo.clock import at, iso_z
+from dashboard.demo.clock import at, iso_z
 from projections.records import Lineage
 
 Block = dict[str, Any]

@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from projections.demo import DemoManifest
-from tests.projections.demo.conftest import zstd_frames
+from dashboard.demo import DemoManifest
+from tests.dashboard.demo.conftest import zstd_frames
 
 
 def test_zstd_logs_are_one_frame_for_the_header_and_one_per_append_batch(

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from projections.demo import anthropic_wire
-from projections.demo.clock import iso_z
-from projections.demo.conversation import Call
+from dashboard.demo import anthropic_wire
+from dashboard.demo.clock import iso_z
+from dashboard.demo.conversation import Call
 
 
 def capture_line(call: Call) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from projections.demo import anthropic_wire
-from projections.demo.clock import epoch_s, iso_micro
-from projections.demo.conversation import Call
+from dashboard.demo import anthropic_wire
+from dashboard.demo.clock import epoch_s, iso_micro
+from dashboard.demo.conversation import Call
 
 
 def trace_line(call: Call) -> dict[str, Any]:

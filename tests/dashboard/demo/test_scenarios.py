@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from projections.demo import DemoManifest
-from projections.demo.cache_model import ANTHROPIC_MINIMUM, FRAMING_TOKENS, TTL_5M
-from projections.demo.conversation import IMAGE_PLACEHOLDER, cache_layout
-from tests.projections.demo.conftest import read_lines
+from dashboard.demo import DemoManifest
+from dashboard.demo.cache_model import ANTHROPIC_MINIMUM, FRAMING_TOKENS, TTL_5M
+from dashboard.demo.conversation import IMAGE_PLACEHOLDER, cache_layout
+from tests.dashboard.demo.conftest import read_lines
 
 
 def trace_records(demo: tuple[Path, DemoManifest], scenario: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from projections.demo.conversation import Call
+from dashboard.demo.conversation import Call
 from projections.records import Lineage
 
 MANIFEST_NAME = "manifest.json"

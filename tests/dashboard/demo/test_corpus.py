@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from projections.demo import refold_corpus, write_corpus
-from projections.demo.corpus import REFERENCE_NODES, REFERENCE_SESSIONS
-from tests.projections.demo.conftest import read_lines
+from dashboard.demo import refold_corpus, write_corpus
+from dashboard.demo.corpus import REFERENCE_NODES, REFERENCE_SESSIONS
+from tests.dashboard.demo.conftest import read_lines
 
 
 def test_write_corpus_reaches_its_target_size_with_some_zstd_logs(tmp_path: Path) -> None:

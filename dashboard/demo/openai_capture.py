@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from projections.demo import pools
-from projections.demo.cache_model import OpenAICache, estimate_tokens, prefix_chain
-from projections.demo.clock import at, iso_z
+from dashboard.demo import pools
+from dashboard.demo.cache_model import OpenAICache, estimate_tokens, prefix_chain
+from dashboard.demo.clock import at, iso_z
 
 OpenAIApi = Literal["chat", "responses"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, overload
 
-from projections.demo.cache_model import (
+from dashboard.demo.cache_model import (
     ANTHROPIC_MINIMUM,
     AnthropicCache,
     Breakpoint,
@@ -24,7 +24,7 @@ from projections.demo.cache_model import (
     estimate_tokens,
     extend_key,
 )
-from projections.demo.clock import iso_z
+from dashboard.demo.clock import iso_z
 from projections.prices import message_price
 
 Line = dict[str, Any]

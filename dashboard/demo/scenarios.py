@@ -14,9 +14,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.demo import pools
-from projections.demo.cache_model import AnthropicCache
-from projections.demo.conversation import AgentProfile, Conversation
+from dashboard.demo import pools
+from dashboard.demo.cache_model import AnthropicCache
+from dashboard.demo.conversation import AgentProfile, Conversation
 
 SONNET = "claude-sonnet-4-20250514"
 SONNET_45 = "claude-sonnet-4-5-20250929"

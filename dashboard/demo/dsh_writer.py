@@ -10,7 +10,7 @@ from typing import Any
 
 import zstandard
 
-from projections.demo.dsh_log import DshLog
+from dashboard.demo.dsh_log import DshLog
 from projections.records import EventRecord
 
 ZSTD_LEVEL = 3

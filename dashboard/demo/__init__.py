@@ -7,9 +7,9 @@ yields a reference-shaped corpus of event logs for the re-fold benchmark without
 
 from __future__ import annotations
 
-from projections.demo.corpus import CorpusStats, refold_corpus, write_corpus
-from projections.demo.dataset import write_demo_dataset
-from projections.demo.manifest import DemoManifest, ExpectedSession, ManifestFile, UsageTotals
+from dashboard.demo.corpus import CorpusStats, refold_corpus, write_corpus
+from dashboard.demo.dataset import write_demo_dataset
+from dashboard.demo.manifest import DemoManifest, ExpectedSession, ManifestFile, UsageTotals
 
 __all__ = [
     "CorpusStats",

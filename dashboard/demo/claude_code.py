@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from projections.demo import anthropic_wire, pools
-from projections.demo.clock import iso_z
-from projections.demo.conversation import Call, CompactionEntry, Conversation, UserEntry
+from dashboard.demo import anthropic_wire, pools
+from dashboard.demo.clock import iso_z
+from dashboard.demo.conversation import Call, CompactionEntry, Conversation, UserEntry
 
 Line = dict[str, Any]
 

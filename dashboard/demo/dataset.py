@@ -6,23 +6,23 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from projections.demo import pools
-from projections.demo.anthropic_capture import write_captures, write_connectome_log
-from projections.demo.cache_model import AnthropicCache
-from projections.demo.claude_code import (
+from dashboard.demo import pools
+from dashboard.demo.anthropic_capture import write_captures, write_connectome_log
+from dashboard.demo.cache_model import AnthropicCache
+from dashboard.demo.claude_code import (
     TranscriptContext,
     prompt_line,
     synthetic_error,
     transcript_lines,
     write_transcript,
 )
-from projections.demo.claude_trace import write_trace_log
-from projections.demo.clock import at, compact_stamp, epoch_ms
-from projections.demo.conversation import Call
-from projections.demo.dsh_log import DshLog
-from projections.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
-from projections.demo.dsh_writer import projcache, write_projcache, write_session
-from projections.demo.manifest import (
+from dashboard.demo.claude_trace import write_trace_log
+from dashboard.demo.clock import at, compact_stamp, epoch_ms
+from dashboard.demo.conversation import Call
+from dashboard.demo.dsh_log import DshLog
+from dashboard.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
+from dashboard.demo.dsh_writer import projcache, write_projcache, write_session
+from dashboard.demo.manifest import (
     DemoManifest,
     ExpectedSession,
     ManifestFile,
@@ -30,8 +30,8 @@ from projections.demo.manifest import (
     calls_usage,
     lineage_counts,
 )
-from projections.demo.openai_capture import OpenAIApi, openai_session, write_openai_captures
-from projections.demo.scenarios import (
+from dashboard.demo.openai_capture import OpenAIApi, openai_session, write_openai_captures
+from dashboard.demo.scenarios import (
     OPUS_41,
     SONNET,
     SONNET_45,
