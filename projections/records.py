@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from projections.hit_rate import hit_rate
+
 JSON = Any
 """A value decoded from JSON (dict, list, str, int, float, bool or None)."""
 
@@ -57,11 +59,8 @@ class Usage:
 
     @property
     def hit_rate(self) -> float | None:
-        """read ÷ (uncached + read + writes); ``None`` when nothing was reported."""
-        if self.cache_read is None:
-            return None
-        total = self.prompt_total
-        return self.cache_read / total if total else None
+        """read ÷ (uncached + read + writes), by the rule of :func:`projections.hit_rate.hit_rate`."""
+        return hit_rate(read=self.cache_read, uncached=self.uncached_input, writes=self.cache_write)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from django.db import models
 from django.urls import reverse
 
 from dashboard.models.sessions import Session
+from projections.hit_rate import hit_rate
 
 
 class Request(models.Model):
@@ -67,7 +68,7 @@ class Request(models.Model):
 
     @property
     def hit_rate(self) -> float | None:
-        total = self.prompt_tokens
-        if self.cache_read_tokens is None or not total:
-            return None
-        return self.cache_read_tokens / total
+        """read ÷ (uncached + read + writes), by the rule of :func:`projections.hit_rate.hit_rate`."""
+        return hit_rate(
+            read=self.cache_read_tokens, uncached=self.uncached_input_tokens, writes=self.cache_write_tokens
+        )

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db.models import Count, Max, Min, Sum
 
 from dashboard.models import Event, Request, Session
+from projections.hit_rate import hit_rate
 
 
 def session_refresh_summary(
@@ -51,9 +52,13 @@ def session_refresh_summary(
     session.cache_write_1h_tokens = usage["write_1h"] or 0
     session.cache_write_tokens = (usage["write_5m"] or 0) + session.cache_write_1h_tokens
     session.output_tokens = usage["output"] or 0
-    reported = usage["read"] is not None
-    prompt = session.uncached_input_tokens + session.cache_read_tokens + session.cache_write_tokens
-    session.hit_rate = session.cache_read_tokens / prompt if reported and prompt else None
+    # The sums are null when no request reported the bucket, which the hit rate tells from 0.
+    writes_reported = usage["write_5m"] is not None or usage["write_1h"] is not None
+    session.hit_rate = hit_rate(
+        read=usage["read"],
+        uncached=usage["uncached"],
+        writes=session.cache_write_tokens if writes_reported else None,
+    )
     session.event_count = events["count"]
     session.models_used = ",".join(models)[:500]
     session.warning_count = session.warnings.count()

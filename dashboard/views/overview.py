@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from dashboard.models import IngestJob, Session, Source, Warning
 from dashboard.services.costs import sources_cost_map, usd
 from dashboard.views.analysis import fleet_cache_context
+from projections.hit_rate import hit_rate
 
 
 @require_GET
@@ -20,9 +21,16 @@ def overview(request: HttpRequest) -> HttpResponse:
         read=Sum("cache_read_tokens"),
         write=Sum("cache_write_tokens"),
         output=Sum("output_tokens"),
+        # A session's hit rate is null when it reported no cache figure (or had nothing to divide
+        # by, when its sums are 0 anyway): the fleet reported one if any session has a rate.
+        reporting=Count("hit_rate"),
     )
-    prompt = (totals["uncached"] or 0) + (totals["read"] or 0) + (totals["write"] or 0)
-    totals["hit_rate"] = (totals["read"] or 0) / prompt if prompt else None
+    reported = totals["reporting"] > 0
+    totals["hit_rate"] = hit_rate(
+        read=totals["read"] if reported else None,
+        uncached=totals["uncached"],
+        writes=totals["write"] if reported else None,
+    )
     sources = Source.objects.annotate(
         session_total=Count("sessions"),
         request_total=Sum("sessions__request_count"),

@@ -4,8 +4,9 @@
   a second report for the same turn and step replaces the first, as in ``tokenUsage``). Compaction
   calls read another prompt and are not counted.
 - **hits**: requests that read at least one cached token.
-- **hit rate**: read ÷ (uncached + read + writes) over all requests; ``None`` when no request
-  reported cache buckets, since an unreported rate is unknown, not zero.
+- **hit rate**: read ÷ (uncached + read + writes) over all requests, by the rule of
+  :func:`projections.hit_rate.hit_rate`: ``None`` when no request reported cache buckets, since an
+  unreported rate is unknown, not zero.
 - **resets**: events after which the cached prefix cannot be read back: a compaction (a
   ``compaction/summary``: the surface is rewritten from the checkpoint on), a model change (the
   provider or model of ``request/header`` or ``request/context`` differs from the previous one) and a
@@ -25,6 +26,7 @@ from typing import NamedTuple
 
 from projections.events import report_key, usage_of
 from projections.folds.projection import Projection
+from projections.hit_rate import hit_rate
 from projections.records import JSON, EventRecord
 
 KEY = "cacheMetrics"
@@ -180,13 +182,18 @@ class CacheMetricsV1(Projection[CacheMetricsState, CacheMetrics]):
 
     def view(self, state: CacheMetricsState) -> CacheMetrics:
         """The figures; rates are ``None`` when what they divide by was not reported."""
-        prompt = state.uncached + state.read + state.write
-        hit_rate = state.read / prompt if state.cache_reports and prompt else None
+        # A request without cache buckets counts them as 0: only "none reported" makes them unknown.
+        reported = state.cache_reports > 0
+        rate = hit_rate(
+            read=state.read if reported else None,
+            uncached=state.uncached,
+            writes=state.write if reported else None,
+        )
         amplification = state.write / state.read if state.read else None
         return CacheMetrics(
             requests=state.requests,
             hits=state.hits,
-            hit_rate=hit_rate,
+            hit_rate=rate,
             resets_compaction=state.resets_compaction,
             resets_model=state.resets_model,
             resets_tools=state.resets_tools,
