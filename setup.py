@@ -1,8 +1,7 @@
-"""The render loop's C accelerator; everything else about the package is in pyproject.toml.
+"""The C hash of rendered units; everything else about the package is in pyproject.toml.
 
-The extension is optional: without a C compiler the install still succeeds and the engine runs the
-same algorithm in plain Python (the twins in projections/cache/canonical.py and units.py), six to
-eight times slower.
+The extension is optional: without a C compiler the install still succeeds and the engine hashes
+in plain Python (the twin in projections/cache/canonical.py).
 """
 
 from setuptools import Extension, setup

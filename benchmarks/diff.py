@@ -11,7 +11,7 @@ system prompt and a moving marker on the last message, and the next request of t
 - the median time of a baseline that serializes both bodies as stable JSON and looks for the first
   differing character;
 - render throughput (request JSON → hashed units with calibrated tokens) in MB/s of request JSON
-  (target: at least 200 MB/s), with the C loops and with the plain-Python ones, beside BLAKE2b
+  (target: at least 200 MB/s), with the C hash and with the plain-Python one, beside BLAKE2b
   alone (hashlib) over the units' canonical bytes;
 - with ``--requests PATH`` (any log with request bodies, e.g. a claude-trace log), the same render
   throughput over every request of that file.
@@ -184,12 +184,12 @@ def main() -> None:
 
 
 def render_rates(action: Callable[[], object], volume: int, runs: int) -> list[tuple[str, float, float]]:
-    """(name, MB/s, median ms) of ``action`` with the C loops, when built, and with plain Python."""
+    """(name, MB/s, median ms) of ``action`` with the C hash, when built, and with plain Python."""
     native = accel.native
     rates = []
-    for name, module in (("C loops", native), ("plain Python", None)):
-        if name == "C loops" and module is None:
-            print("render + hash + calibrate, C loops: not built (no C compiler at install)")
+    for name, module in (("C hash", native), ("plain Python", None)):
+        if name == "C hash" and module is None:
+            print("render + hash + calibrate, C hash: not built (no C compiler at install)")
             continue
         accel.native = module
         try:

@@ -1,21 +1,20 @@
-/* The hot loops of request rendering (projections/cache/units.py and canonical.py), in C.
+/* Hashing a rendered request's units and chaining their prefix hashes (canonical.py), in C.
  *
- * A 6,000-message request has thousands of units, and the interpreter-level work per unit (list
- * appends, dictionary look-ups, two hash calls) used to cost more than hashing the bytes. Here:
- * - flatten_messages: the message list into the renderer's per-unit lists, one pass;
- * - hash_units: the units' canonical bytes, serialized as one compact JSON array, walked once for
- *   each unit's span and code points; the block hashes four units at a time (AVX2, where the
- *   processor has it); then the prefix-hash chain, one link a unit;
- * - lookback_groups and cumulative_tokens: per-unit arithmetic of the rendering.
+ * hash_units takes the units' canonical bytes, serialized as one compact JSON array, and walks it
+ * once for each unit's span and code points; it hashes the units four at a time (AVX2, where the
+ * processor has it), then chains the prefix hashes, one link a unit. A 6,000-message request has
+ * thousands of units, and hashing them one hashlib call at a time costs more in interpreter work
+ * than in hashing.
  *
- * Each has a plain-Python twin beside its caller, and the tests check that both give identical
+ * Only byte work lives here: which units a request has, and what joins each link of the chain, is
+ * decided in Python (rendering.py) and handed over as bytes, so a rendering rule is stated once.
+ * The plain-Python twin is canonical.python_hash_units, and the tests check both give identical
  * results. BLAKE2b follows RFC 7693 with a 16-byte digest, no key, no salt and no personalization,
  * so it equals hashlib.blake2b(data, digest_size=16).
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -570,351 +569,18 @@ done:
     return result;
 }
 
-/* ---- flattening a message list ----------------------------------------------------------------
- *
- * units.py's _render_messages, in C: one pass over the messages that appends each unit's fields to
- * the renderer's lists, so a 6,000-message request costs no interpreter-level work per message. The
- * plain-Python loop stays in units.py and the tests check that both build the same units.
- */
-
-static PyObject *str_role, *str_id, *str_content, *str_tool_calls, *str_tool_call_id, *str_type,
-    *str_cache_control, *str_question, *str_tool, *str_system, *str_developer, *str_messages, *str_text,
-    *str_other, *str_tool_result, *str_tool_use;
-
-static int intern_names(void) {
-#define NAME(var, text) \
-    if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
-    NAME(str_role, "role");
-    NAME(str_id, "id");
-    NAME(str_content, "content");
-    NAME(str_tool_calls, "tool_calls");
-    NAME(str_tool_call_id, "tool_call_id");
-    NAME(str_type, "type");
-    NAME(str_cache_control, "cache_control");
-    NAME(str_question, "?");
-    NAME(str_tool, "tool");
-    NAME(str_system, "system");
-    NAME(str_developer, "developer");
-    NAME(str_messages, "messages");
-    NAME(str_text, "text");
-    NAME(str_other, "other");
-    NAME(str_tool_result, "tool_result");
-    NAME(str_tool_use, "tool_use");
-#undef NAME
-    return 0;
-}
-
-/* What the renderer collects per unit: Python lists appended in place, framing bytes kept here. */
-typedef struct {
-    PyObject *raws, *tiers, *roles, *message_indexes, *block_indexes, *message_ids, *kinds, *marked, *nested;
-    PyObject *aliases, *role_tags;
-    char *tier_tags, *role_bytes, *starts;
-    Py_ssize_t framed, capacity;
-} Collector;
-
-static int is_string(PyObject *value, PyObject *text) {
-    return PyUnicode_Check(value) && PyUnicode_Compare(value, text) == 0;
-}
-
-/* The unit's kind, as units._kind: a string is text, an object its (aliased) type, anything else other. */
-static PyObject *unit_kind(Collector *out, PyObject *block) {
-    if (PyUnicode_Check(block)) return Py_NewRef(str_text);
-    if (PyDict_Check(block)) {
-        PyObject *kind = PyDict_GetItemWithError(block, str_type);
-        if (kind == NULL && PyErr_Occurred()) return NULL;
-        if (kind != NULL && PyUnicode_Check(kind)) {
-            PyObject *alias = PyDict_GetItemWithError(out->aliases, kind);
-            if (alias == NULL && PyErr_Occurred()) return NULL;
-            return Py_NewRef(alias != NULL ? alias : kind);
-        }
-    }
-    return Py_NewRef(str_other);
-}
-
-/* True when a tool result's parts carry a marker that its canonical bytes must leave out. */
-static int has_nested_control(PyObject *block) {
-    if (!PyDict_Check(block)) return 0;
-    int marked = PyDict_Contains(block, str_cache_control);
-    if (marked != 0) return marked < 0 ? -1 : 0; /* a marked unit is stripped whole */
-    PyObject *content = PyDict_GetItemWithError(block, str_content);
-    if (content == NULL) return PyErr_Occurred() ? -1 : 0;
-    if (!PyList_Check(content)) return 0;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(content); k++) {
-        PyObject *part = PyList_GET_ITEM(content, k);
-        if (PyDict_Check(part)) {
-            int found = PyDict_Contains(part, str_cache_control);
-            if (found != 0) return found;
-        }
-    }
-    return 0;
-}
-
-static int append_new(PyObject *list, PyObject *item) {
-    if (item == NULL) return -1;
-    int failed = PyList_Append(list, item);
-    Py_DECREF(item);
-    return failed;
-}
-
-/* Append one unit; `kind` is NULL when the unit's own type names it. */
-static int collect(Collector *out, PyObject *tier, PyObject *role, char role_tag, PyObject *message_index,
-                   Py_ssize_t block_index, PyObject *message_id, PyObject *kind, PyObject *block) {
-    Py_ssize_t position = PyList_GET_SIZE(out->raws);
-    if (out->framed == out->capacity) {
-        Py_ssize_t capacity = out->capacity ? 2 * out->capacity : 1024;
-        char *grown[3] = {PyMem_Realloc(out->tier_tags, capacity), NULL, NULL};
-        if (grown[0] == NULL) return PyErr_NoMemory(), -1;
-        out->tier_tags = grown[0];
-        if ((grown[1] = PyMem_Realloc(out->role_bytes, capacity)) == NULL) return PyErr_NoMemory(), -1;
-        out->role_bytes = grown[1];
-        if ((grown[2] = PyMem_Realloc(out->starts, capacity)) == NULL) return PyErr_NoMemory(), -1;
-        out->starts = grown[2];
-        out->capacity = capacity;
-    }
-    out->tier_tags[out->framed] = tier == str_system ? 'S' : 'M';
-    out->role_bytes[out->framed] = role_tag;
-    out->starts[out->framed] = block_index == 0 ? '|' : '.';
-    out->framed++;
-    if (PyList_Append(out->raws, block) < 0 || PyList_Append(out->tiers, tier) < 0 ||
-        PyList_Append(out->roles, role) < 0 || PyList_Append(out->message_indexes, message_index) < 0 ||
-        append_new(out->block_indexes, PyLong_FromSsize_t(block_index)) < 0 ||
-        PyList_Append(out->message_ids, message_id) < 0)
-        return -1;
-    PyObject *own_kind = kind != NULL ? Py_NewRef(kind) : unit_kind(out, block);
-    if (own_kind == NULL) return -1;
-    int failed = PyList_Append(out->kinds, own_kind);
-    if (!failed && PyDict_CheckExact(block)) {
-        int marked = PyDict_Contains(block, str_cache_control);
-        failed = marked < 0 || (marked && append_new(out->marked, PyLong_FromSsize_t(position)) < 0);
-    }
-    if (!failed && is_string(own_kind, str_tool_result)) {
-        int nested = has_nested_control(block);
-        failed = nested < 0 || (nested && append_new(out->nested, PyLong_FromSsize_t(position)) < 0);
-    }
-    Py_DECREF(own_kind);
-    return failed ? -1 : 0;
-}
-
-static int collect_message(Collector *out, PyObject *messages, Py_ssize_t mi, int *head) {
-    PyObject *message = PyList_GET_ITEM(messages, mi);
-    if (!PyDict_Check(message)) {
-        PyErr_Format(PyExc_ValueError, "request body: messages[%zd] is not an object", mi);
-        return -1;
-    }
-    PyObject *role = PyDict_GetItemWithError(message, str_role);
-    if (role == NULL && PyErr_Occurred()) return -1;
-    role = role == NULL ? Py_NewRef(str_question) : PyUnicode_CheckExact(role) ? Py_NewRef(role) : PyObject_Str(role);
-    if (role == NULL) return -1;
-    int failed = -1;
-    PyObject *index = PyLong_FromSsize_t(mi);
-    if (index == NULL) goto done;
-    *head = *head && (is_string(role, str_system) || is_string(role, str_developer));
-    PyObject *tier = *head ? str_system : str_messages;
-    PyObject *tag = PyDict_GetItemWithError(out->role_tags, role);
-    if (tag == NULL && PyErr_Occurred()) goto done;
-    char role_tag = tag != NULL && PyLong_Check(tag) ? (char)PyLong_AsLong(tag) : '?';
-    PyObject *id = PyDict_GetItemWithError(message, str_id);
-    if (id == NULL && PyErr_Occurred()) goto done;
-    if (id == NULL || !PyUnicode_Check(id)) id = Py_None;
-    PyObject *content = PyDict_GetItemWithError(message, str_content);
-    if (content == NULL && PyErr_Occurred()) goto done;
-    if (content == NULL) content = Py_None;
-    if (is_string(role, str_tool)) {
-        /* A chat tool message is one tool result unit, shaped as Anthropic's. */
-        PyObject *call_id = PyDict_GetItemWithError(message, str_tool_call_id);
-        if (call_id == NULL && PyErr_Occurred()) goto done;
-        PyObject *raw = Py_BuildValue("{sOsOsO}", "type", str_tool_result, "tool_call_id",
-                                      call_id ? call_id : Py_None, "content", content);
-        if (raw == NULL) goto done;
-        failed = collect(out, tier, role, role_tag, index, 0, id, NULL, raw);
-        Py_DECREF(raw);
-        goto done;
-    }
-    Py_ssize_t blocks = 0;
-    if (PyList_Check(content)) {
-        for (; blocks < PyList_GET_SIZE(content); blocks++)
-            if (collect(out, tier, role, role_tag, index, blocks, id, NULL, PyList_GET_ITEM(content, blocks)) < 0)
-                goto done;
-    } else if (PyUnicode_Check(content)) {
-        if (collect(out, tier, role, role_tag, index, 0, id, NULL, content) < 0) goto done;
-        blocks = 1;
-    } else if (content != Py_None) {
-        PyErr_Format(PyExc_ValueError, "request body: messages[%zd].content is neither a string nor a list", mi);
-        goto done;
-    }
-    PyObject *calls = PyDict_GetItemWithError(message, str_tool_calls);
-    if (calls == NULL && PyErr_Occurred()) goto done;
-    if (calls != NULL && PyList_Check(calls)) {
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(calls); k++)
-            if (collect(out, tier, role, role_tag, index, blocks + k, id, str_tool_use, PyList_GET_ITEM(calls, k)) < 0)
-                goto done;
-    }
-    failed = 0;
-done:
-    Py_XDECREF(index);
-    Py_DECREF(role);
-    return failed;
-}
-
-PyDoc_STRVAR(flatten_messages_doc,
-             "flatten_messages(messages, leading_system, aliases, role_tags, lists) -> (tiers, roles, starts)\n\n"
-             "Append the units of a message list to `lists` (raws, tiers, roles, message indexes,\n"
-             "block indexes, message ids, kinds, marked positions, nested-marker positions) and\n"
-             "return their framing bytes. Raises ValueError naming the message that is wrong.");
-
-static PyObject *flatten_messages(PyObject *self, PyObject *args) {
-    PyObject *messages, *lists;
-    int leading_system;
-    Collector out = {0};
-    if (!PyArg_ParseTuple(args, "O!pO!O!O!", &PyList_Type, &messages, &leading_system, &PyDict_Type, &out.aliases,
-                          &PyDict_Type, &out.role_tags, &PyTuple_Type, &lists))
-        return NULL;
-    if (!PyArg_ParseTuple(lists, "O!O!O!O!O!O!O!O!O!", &PyList_Type, &out.raws, &PyList_Type, &out.tiers,
-                          &PyList_Type, &out.roles, &PyList_Type, &out.message_indexes, &PyList_Type,
-                          &out.block_indexes, &PyList_Type, &out.message_ids, &PyList_Type, &out.kinds,
-                          &PyList_Type, &out.marked, &PyList_Type, &out.nested))
-        return NULL;
-    PyObject *result = NULL;
-    int head = leading_system;
-    for (Py_ssize_t mi = 0; mi < PyList_GET_SIZE(messages); mi++)
-        if (collect_message(&out, messages, mi, &head) < 0) goto done;
-    result = Py_BuildValue("(y#y#y#)", out.tier_tags ? out.tier_tags : "", out.framed,
-                           out.role_bytes ? out.role_bytes : "", out.framed, out.starts ? out.starts : "",
-                           out.framed);
-done:
-    PyMem_Free(out.tier_tags);
-    PyMem_Free(out.role_bytes);
-    PyMem_Free(out.starts);
-    return result;
-}
-
-/* ---- per-unit arithmetic of a rendering --------------------------------------------------------- */
-
-PyDoc_STRVAR(lookback_groups_doc,
-             "lookback_groups(kinds, run_kinds) -> list[int]\n\n"
-             "Each unit's lookback position: a unit opens a new one when its kind differs from the\n"
-             "previous unit's or is not in `run_kinds`; adjacent units of one run kind share one.");
-
-static PyObject *lookback_groups(PyObject *self, PyObject *args) {
-    PyObject *kinds, *run_kinds;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &kinds, &PyFrozenSet_Type, &run_kinds)) return NULL;
-    Py_ssize_t count = PyList_GET_SIZE(kinds), group = -1;
-    PyObject *groups = PyList_New(count);
-    if (groups == NULL) return NULL;
-    PyObject *previous = NULL;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *kind = PyList_GET_ITEM(kinds, i);
-        int opens = 1;
-        if (previous != NULL) {
-            int same = PyObject_RichCompareBool(kind, previous, Py_EQ);
-            int run = same > 0 ? PySet_Contains(run_kinds, kind) : 0;
-            if (same < 0 || run < 0) goto fail;
-            opens = !(same && run);
-        }
-        group += opens;
-        PyObject *value = PyLong_FromSsize_t(group);
-        if (value == NULL) goto fail;
-        PyList_SET_ITEM(groups, i, value);
-        previous = kind;
-    }
-    return groups;
-fail:
-    Py_DECREF(groups);
-    return NULL;
-}
-
-PyDoc_STRVAR(cumulative_tokens_doc,
-             "cumulative_tokens(chars, images, image_estimate, scales) -> (cum_tokens, tokens)\n\n"
-             "Estimate each unit as chars / 4, or `image_estimate` at the `images` positions; multiply\n"
-             "units start:end by factor for each (start, end, factor) of `scales`; then round the\n"
-             "running sums half to even: cum_tokens starts at 0 and is one longer than the units;\n"
-             "tokens are its differences.");
-
-static PyObject *cumulative_tokens(PyObject *self, PyObject *args) {
-    PyObject *chars, *images, *scales;
-    double image_estimate;
-    if (!PyArg_ParseTuple(args, "O!O!dO!", &PyList_Type, &chars, &PyList_Type, &images, &image_estimate,
-                          &PyList_Type, &scales))
-        return NULL;
-    Py_ssize_t count = PyList_GET_SIZE(chars);
-    double *values = PyMem_Malloc(sizeof(double) * (size_t)(count ? count : 1));
-    PyObject *cum = NULL, *tokens = NULL, *result = NULL;
-    if (values == NULL) return PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < count; i++) {
-        /* Exact for any count of characters below 2**53, as Python's int / 4 is. */
-        Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(chars, i));
-        if (n == -1 && PyErr_Occurred()) goto done;
-        values[i] = (double)n / 4.0;
-    }
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(images); k++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(images, k));
-        if (i == -1 && PyErr_Occurred()) goto done;
-        if (i < 0 || i >= count) {
-            PyErr_SetString(PyExc_ValueError, "images: a position outside the units");
-            goto done;
-        }
-        values[i] = image_estimate;
-    }
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(scales); k++) {
-        Py_ssize_t start, end;
-        double factor;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(scales, k), "nnd", &start, &end, &factor)) goto done;
-        if (start < 0 || end > count || start > end) {
-            PyErr_SetString(PyExc_ValueError, "scales: a range outside the units");
-            goto done;
-        }
-        for (Py_ssize_t i = start; i < end; i++) values[i] *= factor;
-    }
-    cum = PyList_New(count + 1);
-    tokens = PyList_New(count);
-    if (cum == NULL || tokens == NULL) goto done;
-    PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL) goto done;
-    PyList_SET_ITEM(cum, 0, zero);
-    double running = 0.0;
-    long long before = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        running += values[i];
-        /* Python's round(): to the nearest integer, halves to even; within int64 for any prompt. */
-        double rounded = running - floor(running) == 0.5 ? 2.0 * round(running / 2.0) : round(running);
-        if (!(fabs(rounded) < 9.2e18)) {
-            PyErr_SetString(PyExc_OverflowError, "token estimate out of range");
-            goto done;
-        }
-        long long now = (long long)rounded;
-        PyObject *total = PyLong_FromLongLong(now), *own = PyLong_FromLongLong(now - before);
-        if (total == NULL || own == NULL) {
-            Py_XDECREF(total);
-            Py_XDECREF(own);
-            goto done;
-        }
-        PyList_SET_ITEM(cum, i + 1, total);
-        PyList_SET_ITEM(tokens, i, own);
-        before = now;
-    }
-    result = PyTuple_Pack(2, cum, tokens);
-done:
-    PyMem_Free(values);
-    Py_XDECREF(cum);
-    Py_XDECREF(tokens);
-    return result;
-}
-
 static PyMethodDef native_methods[] = {
     {"hash_units", hash_units, METH_VARARGS, hash_units_doc},
-    {"flatten_messages", flatten_messages, METH_VARARGS, flatten_messages_doc},
-    {"lookback_groups", lookback_groups, METH_VARARGS, lookback_groups_doc},
-    {"cumulative_tokens", cumulative_tokens, METH_VARARGS, cumulative_tokens_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "_native", "The hot loops of request rendering, in C (see projections/cache/accel.py).",
-    -1, native_methods,
+    PyModuleDef_HEAD_INIT, "_native",
+    "BLAKE2b of request units and their prefix-hash chain, in C (see projections/cache/accel.py).", -1,
+    native_methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (intern_names() < 0) return NULL;
     fill_hex_pairs();
     return PyModule_Create(&native_module);
 }

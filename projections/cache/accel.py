@@ -1,11 +1,11 @@
-"""The render loop's C accelerator, when the install built it.
+"""The C hash of a rendering's units, when the install built it.
 
-``_native.c`` holds the hot loops of rendering a request: flattening a message list into units,
-walking their canonical bytes for code points, block hashes and the prefix-hash chain, lookback
-positions and the calibrated token sums. Each has a plain-Python twin beside its caller that gives
-identical results (the tests run both); :data:`native` is ``None`` where no C compiler was at hand
-when the package was installed, and the twins serve. Callers read :data:`native` at call time, so a
-test or benchmark can switch the accelerator off by setting it to ``None``.
+``_native.c`` walks the units' canonical bytes for their code points, block hashes and the
+prefix-hash chain: byte work with no rendering rule in it. Its plain-Python twin is
+:func:`projections.cache.canonical.python_hash_units`, which gives identical results (the tests run
+both); :data:`native` is ``None`` where no C compiler was at hand when the package was installed,
+and the twin serves. Callers read :data:`native` at call time, so a test or benchmark can switch the
+accelerator off by setting it to ``None``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 from itertools import accumulate, repeat
 from operator import mul, sub, truediv
 
-from projections.cache import accel
 from projections.cache.rendered_request import RenderedRequest
 from projections.records import Usage
 
@@ -74,8 +73,9 @@ def calibrate(rendered: RenderedRequest, usage: Usage | None) -> None:
                 scales += _scale(0, n, whole, total)
             else:
                 unattributed = total
-    tokens = accel.native.cumulative_tokens if accel.native is not None else cumulative_tokens
-    rendered.cum_tokens, rendered.tokens = tokens(chars, images, float(IMAGE_TOKEN_ESTIMATE), scales)
+    rendered.cum_tokens, rendered.tokens = cumulative_tokens(
+        chars, images, float(IMAGE_TOKEN_ESTIMATE), scales
+    )
     rendered.unattributed_tokens = unattributed
 
 

@@ -8,16 +8,15 @@ prefix-hash lists agree, so a diff never has to look at content that did not cha
 
 The render keeps parallel lists rather than one object per unit, and serializes and hashes all
 units in one pass (``canonical.hash_units``): a 6,000-message request has thousands of units, and
-per-unit interpreter work would otherwise dominate the cost of hashing their bytes. The loops over
-messages and units run in C where the extension is built (:mod:`projections.cache.accel`), and in
-the plain Python beside them otherwise.
+per-unit interpreter work would otherwise dominate the cost of hashing their bytes. Every rule of
+what a unit is lives here, in Python only; the C extension (:mod:`projections.cache.accel`) does
+nothing but hash the bytes it is handed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from projections.cache import accel
 from projections.cache.calibration import calibrate
 from projections.cache.canonical import canonical_bytes, digest, hash_units, without_control
 from projections.cache.rendered_request import TIERS, Marker, RenderedRequest, Tier, tier_start
@@ -69,9 +68,7 @@ class _Units:
     """The units of a request in prefix order, as the parallel per-unit lists of a rendering.
 
     Units are added a message at a time (or the tool list, or the system prompt at once): the units
-    of one call share a tier, role, message index and id. A message list is flattened by the C
-    extension when it is built (``_native.flatten_messages``), by :func:`_add_messages` otherwise;
-    both fill the same lists.
+    of one call share a tier, role, message index and id.
     """
 
     def __init__(self) -> None:
@@ -87,8 +84,8 @@ class _Units:
         self.nested: list[int] = []
         """Positions of the tool results whose parts carry a marker."""
         # One byte per unit each: what joins its link of the chain besides the block. Kept as the
-        # units are added (the C loop hands them over whole), where deriving them from the lists
-        # afterwards would cost another pass over every unit.
+        # units are added, where deriving them from the lists afterwards would cost another pass
+        # over every unit.
         self.tier_tags = bytearray()
         self.role_tags = bytearray()
         self.starts = bytearray()
@@ -126,32 +123,6 @@ class _Units:
             # join the chain even though the block hash (content address) leaves them out.
             self.starts.append(_BOUNDARY[message_index != previous])
             previous = message_index
-
-    def add_messages(self, messages: list[JSON], *, leading_system: bool) -> None:
-        """Append every unit of a message list (Anthropic Messages or OpenAI Chat)."""
-        if accel.native is None:
-            _add_messages(self, messages, leading_system=leading_system)
-            return
-        lists = (
-            self.raws,
-            self.tiers,
-            self.roles,
-            self.message_indexes,
-            self.block_indexes,
-            self.message_ids,
-            self.kinds,
-            self.marked,
-            self.nested,
-        )
-        try:
-            tiers, roles, starts = accel.native.flatten_messages(
-                messages, leading_system, _KIND_ALIASES, _ROLE_TAG, lists
-            )
-        except ValueError as error:
-            raise RenderError(str(error)) from None
-        self.tier_tags += tiers
-        self.role_tags += roles
-        self.starts += starts
 
     def controls(self) -> list[tuple[int, JSON]]:
         """(position, ``cache_control``) of each unit that carries a marker, in order."""
@@ -193,8 +164,6 @@ def _lookback_groups(kinds: list[str]) -> list[int]:
     A unit opens a position when its kind differs from the previous unit's or is not a run kind;
     the position is the count of openings so far, minus one.
     """
-    if accel.native is not None:
-        return accel.native.lookback_groups(kinds, _RUN_KINDS)
     groups: list[int] = []
     group, previous = -1, ""
     for kind in kinds:
@@ -377,11 +346,11 @@ def _render_anthropic(units: _Units, body: Mapping[str, JSON]) -> None:
 def _render_messages(units: _Units, messages: JSON, *, leading_system: bool) -> None:
     if not isinstance(messages, list):
         raise RenderError("request body: field 'messages' is missing or not a list")
-    units.add_messages(messages, leading_system=leading_system)
+    _add_messages(units, messages, leading_system=leading_system)
 
 
 def _add_messages(units: _Units, messages: list[JSON], *, leading_system: bool) -> None:
-    """The message loop in plain Python: what ``_native.flatten_messages`` does in C."""
+    """Append every unit of a message list (Anthropic Messages or OpenAI Chat)."""
     head = leading_system
     add = units.add
     for mi, message in enumerate(messages):

@@ -188,6 +188,14 @@ def test_a_body_without_a_model_or_messages_is_refused_naming_the_field() -> Non
         render_request("anthropic", "completions", {"model": "m"})
 
 
+def test_a_message_that_is_not_an_object_is_refused_naming_its_place() -> None:
+    messages: list[Any] = [{"role": "user", "content": "hi"}, "not an object"]
+    with pytest.raises(RenderError, match=r"messages\[1\] is not an object"):
+        render({"model": "claude-sonnet-4", "messages": messages})
+    with pytest.raises(RenderError, match=r"input\[0\] is not an object"):
+        render_request("openai", "responses", {"model": "gpt-5", "input": [3]})
+
+
 def test_blocks_give_one_content_addressed_record_per_unit() -> None:
     rendered = render(body(conversation(2)))
     blocks = rendered.blocks()
