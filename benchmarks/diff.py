@@ -39,7 +39,7 @@ from projections.cache.canonical import digest  # noqa: E402
 from projections.cache.diff import diff_requests  # noqa: E402
 from projections.cache.rendering import render_request  # noqa: E402
 from projections.formats import read_sessions  # noqa: E402
-from projections.records import RequestRecord, Usage  # noqa: E402
+from projections.normalized import RequestRecord, Usage  # noqa: E402
 
 MODEL = "claude-sonnet-4-20250514"
 WORDS = (

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 SURFACE_TYPES: Final = frozenset({"system/message", "user/message", "assistant/message", "tool/result"})
 """Event types that may carry ``surfaceOp``: each is one message of what the model sees."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 BLOCK_OVERHEAD = 4
 """Tokens added to every block, on top of its text."""

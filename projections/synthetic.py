@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from projections.normalized import JSON, EventRecord
 from projections.prices import event_price
-from projections.records import JSON, EventRecord
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from projections.records import JSON, Usage
+from projections.normalized import JSON, Usage
 
 
 class UsageError(ValueError):

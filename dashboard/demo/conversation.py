@@ -27,7 +27,7 @@ from dashboard.demo.cache_model import (
     prefix_chain,
 )
 from dashboard.demo.clock import at, iso_z
-from projections.records import Lineage
+from projections.normalized import Lineage
 
 Block = dict[str, Any]
 Message = dict[str, Any]

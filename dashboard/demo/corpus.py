@@ -27,7 +27,7 @@ from dashboard.demo.dsh_scenarios import (
 )
 from dashboard.demo.dsh_writer import event_records, write_session
 from dashboard.demo.scenarios import OPUS_41, SONNET
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 
 REFERENCE_SESSIONS = 836
 REFERENCE_NODES = 151_000

@@ -11,7 +11,7 @@ from typing import Any
 import zstandard
 
 from dashboard.demo.dsh_log import DshLog
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 
 ZSTD_LEVEL = 3
 

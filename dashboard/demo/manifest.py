@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.demo.conversation import Call
-from projections.records import Lineage
+from projections.normalized import Lineage
 
 MANIFEST_NAME = "manifest.json"
 

@@ -29,20 +29,20 @@ from dashboard.models import Block, Event, Request, RequestAnalysis, Session, Se
 from dashboard.services.collector import collector_paused
 from projections.cache.analysis import RequestAnalysis as EngineAnalysis
 from projections.cache.analysis import analyse_lineage
-from projections.cache.providers import UnknownModelError, cache_facts, is_material
-from projections.cache.receipts import (
+from projections.cache.client_records import (
     CreditRecord,
     ReceiptError,
     parse_credit_event,
     verify_render_record_event,
 )
-from projections.cache.record import render_record
+from projections.cache.providers import UnknownModelError, cache_facts, is_material
+from projections.cache.render_record import render_record
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache.rendering import RenderError, render_request
 from projections.cache.transcript import TranscriptCall, predict_transcript
 from projections.cache.warnings import CacheWarning, over_credit, render_mismatch, unexplained_miss
 from projections.formats import read_sessions
-from projections.records import JSON, EventRecord, LineError, RequestRecord, Usage
+from projections.normalized import JSON, EventRecord, LineError, RequestRecord, Usage
 
 CLIENT_RECORD_TYPES = ("cache/credit", "cache/render-record", "cache/log")
 ANALYSIS_KINDS = (

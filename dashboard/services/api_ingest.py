@@ -33,7 +33,7 @@ from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, parse_
 from projections.formats.dsh import FORMAT as DSH_FORMAT
 from projections.formats.dsh import decode_record, is_known_event_type, parse_header
 from projections.formats.exchanges import BadRecord
-from projections.records import EventRecord, FormatError, Lineage, LineError, RequestRecord, SessionImport
+from projections.normalized import EventRecord, FormatError, Lineage, LineError, RequestRecord, SessionImport
 from projections.usage import UsageError, normalize_usage
 
 BODY = "body"

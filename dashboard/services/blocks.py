@@ -12,7 +12,7 @@ from typing import Any
 
 from dashboard.models import Block
 from projections.cache.rendering import render_request
-from projections.records import RequestRecord
+from projections.normalized import RequestRecord
 
 
 @dataclass(frozen=True)

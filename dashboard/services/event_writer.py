@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 
 from dashboard.models import Event
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 
 _COLUMNS = ("session_id", "seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
 

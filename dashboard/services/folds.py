@@ -34,7 +34,7 @@ from projections.folds.registry import (
     live_versions,
     state_size_bytes,
 )
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 EVENT_CHUNK = 2000
 

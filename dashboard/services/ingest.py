@@ -26,7 +26,7 @@ from dashboard.services.projcache import projcache_ingest
 from dashboard.services.summaries import session_refresh_summary
 from projections.cache.rendering import RenderError
 from projections.formats import read_sessions
-from projections.records import EventRecord, FormatError, LineError, RequestRecord, SessionImport
+from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
 
 BATCH_SIZE = 2000
 PROJCACHE_NAME = "session_projcache.json"

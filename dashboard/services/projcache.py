@@ -28,7 +28,7 @@ from dashboard.services.folds import (
 from projections.folds.fold import FoldStep
 from projections.folds.registry import UnknownProjection, get_projection
 from projections.formats import ProjCacheRow, read_projcache
-from projections.records import JSON, EventRecord, FormatError
+from projections.normalized import JSON, EventRecord, FormatError
 
 Step = tuple[EventRecord, list[FoldStep[Any, Any] | None]]
 

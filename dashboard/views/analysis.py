@@ -34,7 +34,7 @@ from dashboard.roles import OPERATOR, role_required
 from dashboard.services.analysis import analysis_request
 from dashboard.services.costs import session_cost_compute
 from projections.cache.causes import smallest_span
-from projections.records import JSON
+from projections.normalized import JSON
 
 CONTEXT_CHARS = 300
 """Characters of unchanged text shown on each side of a change; the rest is folded."""

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from projections.cache.causes import Cause, classify_change
+from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.providers import CachePredictor, CallInput, Prediction, cache_facts
-from projections.cache.receipts import CreditRecord, WireReceipt, verify_wire_receipt
 from projections.cache.rendered_request import RenderedRequest, Tier
 from projections.cache.rendering import render_request
 from projections.cache.warnings import (
@@ -24,7 +24,7 @@ from projections.cache.warnings import (
     render_mismatch,
     unexplained_miss,
 )
-from projections.records import JSON, RequestRecord
+from projections.normalized import JSON, RequestRecord
 
 
 @dataclass(frozen=True, slots=True)

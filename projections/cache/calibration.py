@@ -11,7 +11,7 @@ from itertools import accumulate, repeat
 from operator import mul, sub, truediv
 
 from projections.cache.rendered_request import RenderedRequest
-from projections.records import Usage
+from projections.normalized import Usage
 
 IMAGE_TOKEN_ESTIMATE = 1_600
 """A full-size image costs about (width x height) / 750 ≈ 1,600 tokens (Anthropic vision docs);

@@ -23,7 +23,7 @@ from hashlib import blake2b
 import orjson
 
 from projections.cache import accel
-from projections.records import JSON
+from projections.normalized import JSON
 
 DIGEST_SIZE = 16
 """Bytes of every BLAKE2b digest: 128 bits is ample for content addressing inside one store."""

@@ -14,7 +14,7 @@ from typing import Literal
 
 from projections.cache.diff import ChangedUnit
 from projections.cache.rendered_request import RenderedRequest
-from projections.records import JSON
+from projections.normalized import JSON
 
 CauseLabel = Literal[
     "model-changed",

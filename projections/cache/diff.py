@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from projections.cache.record import RecordMarker, render_record
+from projections.cache.render_record import RecordMarker, render_record
 from projections.cache.rendered_request import TIERS, RenderedRequest, Tier
 
 MarkerState = Literal["kept", "broken", "expired", "out-of-reach", "below-minimum"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from projections.cache.canonical import canonical_array, unit_bytes, without_control
-from projections.records import JSON
+from projections.normalized import JSON
 
 Tier = Literal["tools", "system", "messages"]
 

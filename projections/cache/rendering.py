@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from projections.cache.calibration import calibrate
 from projections.cache.canonical import canonical_bytes, digest, hash_units, without_control
 from projections.cache.rendered_request import TIERS, Marker, RenderedRequest, Tier, tier_start
-from projections.records import JSON, Usage
+from projections.normalized import JSON, Usage
 
 _ROLE_TAG = {
     "user": ord("u"),

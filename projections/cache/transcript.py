@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from projections.records import Usage
+from projections.normalized import Usage
 
 FIVE_MINUTES = 300.0
 ONE_HOUR = 3_600.0

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from projections.cache.client_records import ReceiptMismatch
 from projections.cache.providers import is_material
-from projections.cache.receipts import ReceiptMismatch
 
 WarningKind = Literal["render-mismatch", "over-credit", "unexplained-miss", "model-error", "marker-limit"]
 

@@ -37,8 +37,8 @@ from projections.events import (
 from projections.folds.append_vector import AppendVector
 from projections.folds.projection import Projection
 from projections.folds.surface import resolve_range
+from projections.normalized import JSON, EventRecord
 from projections.prices import event_price
-from projections.records import JSON, EventRecord
 
 KEY = "contextBreakdown"
 SYSTEM_TYPE = "system/message"

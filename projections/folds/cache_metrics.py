@@ -27,7 +27,7 @@ from typing import NamedTuple
 from projections.events import report_key, usage_of
 from projections.folds.projection import Projection
 from projections.hit_rate import hit_rate
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 KEY = "cacheMetrics"
 

@@ -31,8 +31,8 @@ from projections.events import (
     usage_of,
 )
 from projections.folds.projection import Projection
+from projections.normalized import JSON, EventRecord
 from projections.prices import event_price, header_system_price
-from projections.records import JSON, EventRecord
 
 KEY = "contextPressure"
 

@@ -9,8 +9,8 @@ from typing import Generic, TypeVar
 
 from projections.events import KNOWN_EVENT_TYPES, FoldError, fold_error
 from projections.folds.projection import Projection
+from projections.normalized import JSON, EventRecord
 from projections.prices import PriceError
-from projections.records import JSON, EventRecord
 
 S = TypeVar("S")
 V = TypeVar("V")

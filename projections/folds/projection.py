@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Generic, TypeVar
 
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 S = TypeVar("S")
 V = TypeVar("V")

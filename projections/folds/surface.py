@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from projections.events import APPEND, Replace, fold_error, surface_op
 from projections.folds.append_vector import AppendVector
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 
 _NO_SOURCES: Mapping[int, tuple[int, ...]] = MappingProxyType({})
 

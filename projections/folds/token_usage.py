@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from projections.events import UsageReport, report_key, usage_of
 from projections.folds.projection import Projection
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 KEY = "tokenUsage"
 

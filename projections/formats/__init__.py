@@ -1,4 +1,4 @@
-"""Importers: every source format read into :mod:`projections.records` (DESIGN §3, §4, §8).
+"""Importers: every source format read into :mod:`projections.normalized` (DESIGN §3, §4, §8).
 
 ``read_sessions(path)`` accepts a log file or a folder (a ``~/.claude/projects`` tree, a project
 folder, a folder of dsh sessions, claude-trace logs, captures); each file's format is detected
@@ -26,7 +26,7 @@ from projections.formats.projcache import (
     find_projcaches,
     read_projcache,
 )
-from projections.records import JSON, FormatError, SessionImport
+from projections.normalized import JSON, FormatError, SessionImport
 
 __all__ = [
     "FORMAT_NAMES",

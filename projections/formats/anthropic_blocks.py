@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from projections.records import JSON
+from projections.normalized import JSON
 
 
 def arguments_text(value: JSON) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
 from projections.formats.payloads import json_body, response_facts
 from projections.formats.times import optional_time
-from projections.records import JSON, SessionImport
+from projections.normalized import JSON, SessionImport
 
 ANTHROPIC_FORMAT = "anthropic-capture"
 OPENAI_FORMAT = "openai-capture"

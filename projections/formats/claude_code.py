@@ -22,7 +22,7 @@ from projections.formats.anthropic_blocks import to_dsh_blocks
 from projections.formats.lines import LogLines
 from projections.formats.storable import TooDeep, decode_storable
 from projections.formats.times import parse_time
-from projections.records import (
+from projections.normalized import (
     JSON,
     EventRecord,
     Lineage,

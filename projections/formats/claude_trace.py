@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
 from projections.formats.payloads import json_body, response_facts
 from projections.formats.times import optional_time
-from projections.records import JSON, SessionImport
+from projections.normalized import JSON, SessionImport
 
 FORMAT = "claude-trace"
 

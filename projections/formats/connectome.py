@@ -16,7 +16,7 @@ from pathlib import Path
 from projections.formats.exchanges import BadRecord, Exchange, read_exchange_sessions
 from projections.formats.payloads import json_body
 from projections.formats.times import optional_time
-from projections.records import JSON, SessionImport
+from projections.normalized import JSON, SessionImport
 
 FORMAT = "connectome"
 

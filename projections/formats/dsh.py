@@ -14,7 +14,7 @@ from pathlib import Path
 from projections.formats.dsh_calls import DshCalls
 from projections.formats.lines import LogLines
 from projections.formats.times import parse_time
-from projections.records import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
+from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
 
 FORMAT = "dsh"
 SUPPORTED_VERSIONS = (0, 3, 4)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from projections.records import JSON, EventRecord, Lineage, LineError, RequestRecord
+from projections.normalized import JSON, EventRecord, Lineage, LineError, RequestRecord
 from projections.usage import UsageError, dsh_usage
 
 CALL_EVENTS = {"assistant/message": "data.usage", "compaction/summary": "data.usage"}

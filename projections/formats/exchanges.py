@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from projections.formats.lines import LogLines
-from projections.records import (
+from projections.normalized import (
     JSON,
     EventRecord,
     Lineage,

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from projections.formats.storable import TooDeep, decode_storable
 from projections.formats.zstd_frames import ZstdCorruption, ZstdFramesStream, is_zstd_file
-from projections.records import JSON, LineError
+from projections.normalized import JSON, LineError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest line accepted, after decompression; a longer one is a line error."""

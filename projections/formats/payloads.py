@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from projections.formats.exchanges import BadRecord
 from projections.formats.sse import StreamSummary, anthropic_stream, openai_stream
-from projections.records import JSON
+from projections.normalized import JSON
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from projections.formats.dsh import read_header
-from projections.records import JSON, FormatError, LineError
+from projections.normalized import JSON, FormatError, LineError
 
 PROJCACHE_NAME = "session_projcache.json"
 MAX_PROJCACHE_BYTES = 64 * 1024 * 1024

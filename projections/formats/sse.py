@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from projections.records import JSON
+from projections.normalized import JSON
 
 
 def sse_data(body: str) -> Iterator[dict[str, JSON]]:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from itertools import accumulate
 
-from projections.records import JSON
+from projections.normalized import JSON
 
 MAX_JSON_DEPTH = 100
 """The deepest nesting of arrays and objects accepted in one line; real logs stay under 30."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
-from projections.records import JSON
+from projections.normalized import JSON
 
 # Epoch values above this are milliseconds; below, seconds (year 33658 in seconds, 1970+ in ms).
 _MILLISECONDS_FROM = 10**12

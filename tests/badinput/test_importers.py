@@ -9,7 +9,7 @@ import pytest
 
 from projections.formats import read_sessions
 from projections.formats.storable import MAX_JSON_DEPTH, TooDeep, decode_storable
-from projections.records import EventRecord, LineError, RequestRecord, SessionImport
+from projections.normalized import EventRecord, LineError, RequestRecord, SessionImport
 from tests.badinput.corpus import CASES, BadInput
 
 

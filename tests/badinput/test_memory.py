@@ -20,7 +20,7 @@ _READER = """
 import json, resource, sys
 from pathlib import Path
 from projections.formats import read_sessions
-from projections.records import EventRecord, LineError
+from projections.normalized import EventRecord, LineError
 
 errors, seqs = [], []
 for session in read_sessions(Path(sys.argv[1])):

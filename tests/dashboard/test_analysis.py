@@ -19,7 +19,7 @@ from dashboard.services.analysis import (
 from dashboard.services.ingest import ingest_paths
 from dashboard.tasks import analyse_session_task
 from projections.cache.rendering import render_request
-from projections.records import Usage
+from projections.normalized import Usage
 from tests.dashboard.logs import write_jsonl
 
 MODEL = "claude-sonnet-4-20250514"

@@ -13,7 +13,7 @@ from dashboard.demo import write_demo_dataset
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.folds.fold import fold
 from projections.formats import read_sessions
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 from projections.synthetic import LogBuilder
 from tests.dashboard.logs import BASE_MS, dsh_lines, write_jsonl
 from tests.dashboard.test_folds import bad_claim_log

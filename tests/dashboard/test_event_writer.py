@@ -6,7 +6,7 @@ import pytest
 
 from dashboard.models import Event, Session, Source
 from dashboard.services.event_writer import EventWriter
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 
 pytestmark = pytest.mark.django_db
 

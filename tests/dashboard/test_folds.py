@@ -22,7 +22,7 @@ from dashboard.services.projcache import agrees, projcache_ingest
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
 from projections.folds.fold import fold, to_row
 from projections.folds.registry import get_projection, live_projections, live_versions
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 from projections.synthetic import LogBuilder
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

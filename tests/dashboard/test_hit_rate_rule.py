@@ -13,7 +13,7 @@ from django.urls import reverse
 from dashboard.models import Request, Session, Source
 from dashboard.services.summaries import session_refresh_summary
 from projections.hit_rate import hit_rate
-from projections.records import Usage
+from projections.normalized import Usage
 
 # (uncached, read, write 5m, write 1h, the rule's answer)
 CASES = {

@@ -15,7 +15,7 @@ from projections.events import (
     surface_op,
     usage_of,
 )
-from projections.records import JSON, EventRecord
+from projections.normalized import JSON, EventRecord
 
 
 def event(kind: str, data: dict[str, JSON] | None = None, op: JSON = None, seq: int = 3) -> EventRecord:

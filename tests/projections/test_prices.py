@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from projections.normalized import EventRecord
 from projections.prices import (
     PriceError,
     block_price,
@@ -15,7 +16,6 @@ from projections.prices import (
     message_price,
     utf16_len,
 )
-from projections.records import EventRecord
 
 
 def event(kind: str, data: Mapping[str, object], seq: int = 0) -> EventRecord:

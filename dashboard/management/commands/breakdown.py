@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projections.folds.registry import FoldError, UnknownProjection, fold_views, get_projection
 from projections.formats import read_sessions
-from projections.records import EventRecord, FormatError, LineError, SessionImport
+from projections.normalized import EventRecord, FormatError, LineError, SessionImport
 
 KEY = "contextBreakdown"
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.services.analysis import FileSession, RequestResult, file_analyse
 from projections.formats import FORMAT_NAMES
-from projections.records import FormatError
+from projections.normalized import FormatError
 
 
 class Command(BaseCommand):

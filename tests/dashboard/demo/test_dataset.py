@@ -193,7 +193,7 @@ def test_the_importers_read_every_file_without_line_errors(demo: tuple[Path, Dem
     formats = pytest.importorskip("projections.formats", reason="projections.formats is not importable yet")
     if not hasattr(formats, "read_sessions"):
         pytest.skip("projections.formats.read_sessions does not exist yet")
-    from projections.records import EventRecord, LineError, RequestRecord
+    from projections.normalized import EventRecord, LineError, RequestRecord
 
     root, manifest = demo
     for entry in manifest.files:

@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.demo import DemoManifest
+from projections.normalized import EventRecord
 from projections.prices import event_price
-from projections.records import EventRecord
 from tests.dashboard.demo.conftest import read_lines
 
 

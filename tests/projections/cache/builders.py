@@ -6,7 +6,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from projections.records import RequestRecord, Usage
+from projections.normalized import RequestRecord, Usage
 
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 SONNET = "claude-sonnet-4-20250514"

@@ -15,7 +15,7 @@ from projections.cache import accel
 from projections.cache.canonical import DIGEST_SIZE, canonical_array, canonical_bytes, python_hash_units
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache.rendering import RenderError, render_request
-from projections.records import Usage
+from projections.normalized import Usage
 
 pytestmark = pytest.mark.skipif(accel.native is None, reason="the C extension is not built here")
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from projections.cache.analysis import RequestAnalysis, analyse_lineage
-from projections.cache.receipts import CreditRecord
-from projections.records import RequestRecord
+from projections.cache.client_records import CreditRecord
+from projections.normalized import RequestRecord
 from tests.projections.cache.builders import (
     body,
     conversation,

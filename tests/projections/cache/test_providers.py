@@ -16,7 +16,7 @@ from projections.cache.providers import (
     split_writes,
 )
 from projections.cache.rendering import render_request
-from projections.records import Usage
+from projections.normalized import Usage
 from tests.projections.cache.builders import T0
 
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"

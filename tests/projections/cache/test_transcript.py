@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from projections.cache.transcript import TranscriptCall, appended_tokens, exact_share, predict_transcript
-from projections.records import Usage
+from projections.normalized import Usage
 from tests.projections.cache.builders import SONNET, T0
 
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"

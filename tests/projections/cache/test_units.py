@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from projections.cache.canonical import block_hash, canonical_text
 from projections.cache.rendering import RenderError, render_request
-from projections.records import Usage
+from projections.normalized import Usage
 from tests.projections.cache.builders import body, conversation, image_block, tools
 
 json_text = st.text(max_size=40)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from projections.cache.receipts import ReceiptMismatch
+from projections.cache.client_records import ReceiptMismatch
 from projections.cache.warnings import (
     dedupe,
     marker_limit,

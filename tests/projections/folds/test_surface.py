@@ -4,7 +4,7 @@ import pytest
 
 from projections.events import FoldError
 from projections.folds.surface import Surface, apply_surface, fold_surface
-from projections.records import EventRecord
+from projections.normalized import EventRecord
 from projections.synthetic import LogBuilder
 
 

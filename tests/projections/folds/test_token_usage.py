@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from projections.folds.fold import fold, resume, to_row
 from projections.folds.token_usage import TokenUsage, TokenUsageV1
-from projections.records import JSON
+from projections.normalized import JSON
 from projections.synthetic import LogBuilder
 
 USAGE = TokenUsageV1()

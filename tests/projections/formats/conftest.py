@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import zstandard
 
-from projections.records import EventRecord, LineError, RequestRecord, SessionImport
+from projections.normalized import EventRecord, LineError, RequestRecord, SessionImport
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from projections.formats.dsh_calls import DshCalls
-from projections.records import EventRecord, LineError, RequestRecord
+from projections.normalized import EventRecord, LineError, RequestRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from projections.formats import FORMAT_NAMES, detect_format, read_sessions
-from projections.records import FormatError
+from projections.normalized import FormatError
 from tests.projections.formats.conftest import FIXTURES, header, jsonl, zstd_frames
 
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from projections.formats import find_projcaches, read_projcache
-from projections.records import FormatError
+from projections.normalized import FormatError
 from tests.projections.formats.conftest import header, jsonl
 
 ROWS = {"contextBreakdown": {"ver": 6, "seq": 41, "val": {"systemTokens": 400, "messageTokens": 900}}}

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from hashlib import sha256
 
-from projections.cache.record import render_record
+from projections.cache.render_record import render_record
 from projections.cache.rendered_request import RenderedRequest
-from projections.records import JSON
+from projections.normalized import JSON
 
 MEMBRANE_SCHEME = "membrane-sha256-v1"
 CACHESCOPE_SCHEME = "cachescope-blake2b-v1"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from projections.cache.record import render_record
+from projections.cache.render_record import render_record
 from projections.cache.rendering import render_request
 from tests.projections.cache.builders import body, conversation
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from projections.cache.receipts import (
+from projections.cache.client_records import (
     CACHESCOPE_SCHEME,
     MEMBRANE_SCHEME,
     ReceiptError,
