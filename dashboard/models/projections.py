@@ -44,6 +44,10 @@ class FoldRunQuerySet(models.QuerySet["FoldRun"]):
     def unfinished(self) -> FoldRunQuerySet:
         return self.filter(status__in=(FoldRun.Status.QUEUED, FoldRun.Status.RUNNING))
 
+    def resumable(self) -> FoldRunQuerySet:
+        """Runs an operator may resume: any but a done one (a failed run keeps its results so far)."""
+        return self.exclude(status=FoldRun.Status.DONE)
+
 
 class FoldRun(models.Model):
     """A re-fold of stored logs under two state versions of one key, compared event by event (DESIGN §5.2)."""

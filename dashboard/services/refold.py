@@ -108,6 +108,25 @@ def fold_run_claim(*, run_id: int, owner: str, resume: bool = False) -> bool:
     return bool(claimed)
 
 
+def fold_run_resume(*, run_id: int) -> FoldRun:
+    """Set a queued, running or failed run running again, for a worker to take over with ``resume``.
+
+    The one guard of every way to resume (the run page, ``manage.py refold --resume``): the run must
+    exist and not be done. The status changes with one conditional UPDATE, so a run that finishes
+    meanwhile is not reopened. Raises :class:`RefoldError` saying why a run cannot be resumed.
+    """
+    reopened = (
+        FoldRun.objects.filter(pk=run_id)
+        .resumable()
+        .update(status=FoldRun.Status.RUNNING, message="", finished_at=None)
+    )
+    if not reopened:
+        if not FoldRun.objects.filter(pk=run_id).exists():
+            raise RefoldError(f"no re-fold run #{run_id}")
+        raise RefoldError(f"re-fold #{run_id} is already done")
+    return FoldRun.objects.get(pk=run_id)
+
+
 def fold_run_selection(run: FoldRun) -> Q:
     """The sessions a run covers, as a filter on sessions."""
     if run.session_ids is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Max, Q, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -19,7 +20,7 @@ from dashboard.charts import session_breakdown_chart
 from dashboard.models import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow, Session
 from dashboard.roles import OPERATOR, has_role
 from dashboard.services.folds import session_breakdown_series_cached
-from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report
+from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report, fold_run_resume
 from dashboard.tasks import refold_run_task
 from projections.folds.registry import defined_versions, live_versions
 
@@ -162,10 +163,11 @@ def fold_run(request: HttpRequest, run_id: int) -> HttpResponse:
     if request.method == "POST":
         if not has_role(request.user, OPERATOR):
             raise PermissionDenied("Resuming a re-fold needs the operator role.")
-        if not run.is_finished or run.status == FoldRun.Status.FAILED:
-            FoldRun.objects.filter(pk=run.pk).exclude(status=FoldRun.Status.DONE).update(
-                status=FoldRun.Status.RUNNING, message="", finished_at=None
-            )
+        try:
+            fold_run_resume(run_id=run.pk)
+        except RefoldError as error:
+            messages.error(request, str(error))
+        else:
             refold_run_task.delay_on_commit(run.pk, resume=True)  # type: ignore[attr-defined]
         return HttpResponseRedirect(run.get_absolute_url())
     context = {**fold_run_context(run), "can_refold": has_role(request.user, OPERATOR)}

@@ -20,6 +20,7 @@ from dashboard.services.refold import (
     fold_run_claim,
     fold_run_create,
     fold_run_report,
+    fold_run_resume,
     refold_run,
 )
 from dashboard.tasks import refold_run_task
@@ -82,13 +83,10 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
 
     def _resumed(self, run_id: int) -> FoldRun:
-        run = FoldRun.objects.filter(pk=run_id).first()
-        if run is None:
-            raise CommandError(f"no re-fold run #{run_id}")
-        if run.status == FoldRun.Status.DONE:
-            raise CommandError(f"re-fold #{run_id} is already done")
-        FoldRun.objects.filter(pk=run_id).update(status=FoldRun.Status.RUNNING, message="", finished_at=None)
-        return FoldRun.objects.get(pk=run_id)
+        try:
+            return fold_run_resume(run_id=run_id)
+        except RefoldError as error:
+            raise CommandError(str(error)) from None
 
 
 def session_pk(value: str) -> int:
