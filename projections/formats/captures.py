@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
-from projections.formats.payloads import json_body, response_facts
+from projections.formats.payloads import anthropic_betas, json_body, response_facts
 from projections.formats.times import optional_time
 from projections.normalized import JSON, SessionImport
 
@@ -75,6 +75,7 @@ def parse_capture_record(value: dict[str, JSON]) -> Exchange | None:
     provider = "anthropic" if api == "messages" else "openai"
     facts = response_facts(value.get("response"), provider)
     shape = {"messages": "anthropic", "chat": "openai", "responses": "openai-responses"}[api]
+    request_headers = value["request"].get("headers")
     started = value.get("started_at", value.get("timestamp"))
     if started is None and isinstance(value.get("request"), dict):
         started = value["request"].get("timestamp")
@@ -91,6 +92,7 @@ def parse_capture_record(value: dict[str, JSON]) -> Exchange | None:
         status=facts.status,
         started_at=optional_time(started, numbers="auto"),
         first_token_at=optional_time(value.get("first_token_at"), numbers="auto"),
+        betas=anthropic_betas(request_headers) if provider == "anthropic" else (),
     )
 
 

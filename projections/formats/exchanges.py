@@ -55,6 +55,7 @@ class Exchange:
     status: int | None
     started_at: datetime | None
     first_token_at: datetime | None = None
+    betas: tuple[str, ...] = ()
 
     def record(
         self, *, key: str, ordinal: int, usage: Usage | None, line: int, lineage: Lineage | None = None
@@ -74,6 +75,7 @@ class Exchange:
             usage=usage,
             status=self.status,
             line=line,
+            betas=self.betas,
         )
 
 

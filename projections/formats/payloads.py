@@ -55,6 +55,12 @@ def header(headers: JSON, name: str) -> str:
     return ""
 
 
+def anthropic_betas(headers: JSON) -> tuple[str, ...]:
+    """The ``anthropic-beta`` values a request sent (a comma-separated header), in order."""
+    value = header(headers, "anthropic-beta")
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
 def response_facts(response: JSON, provider: str, field: str = "response") -> ResponseFacts:
     """Read a response logged as a body, or as ``{status_code|status, headers, body|body_raw}``."""
     if response is None:

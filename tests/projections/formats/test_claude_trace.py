@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from projections.formats.claude_trace import read_claude_trace
 from tests.projections.formats.conftest import FIXTURES, drain
@@ -49,3 +51,26 @@ def test_an_error_response_has_a_status_and_no_usage() -> None:
     (session,) = list(read_claude_trace(TRACE))
     _, requests, _ = drain(session)
     assert (requests[2].status, requests[2].usage) == (529, None)
+
+
+def test_the_anthropic_beta_header_is_kept_on_the_request(tmp_path: Path) -> None:
+    record = {
+        "request": {
+            "timestamp": 1748554704.25,
+            "method": "POST",
+            "url": "https://api.anthropic.com/v1/messages",
+            "headers": {"Anthropic-Beta": "claude-code-20250219, context-1m-2025-08-07"},
+            "body": {"model": "claude-sonnet-4-5-20250929", "messages": [{"role": "user", "content": "hi"}]},
+        },
+        "response": {
+            "status_code": 200,
+            "headers": {"request-id": "req_b"},
+            "body": {"usage": {"input_tokens": 3}},
+        },
+        "logged_at": "2025-05-29T23:38:25Z",
+    }
+    path = tmp_path / "log-beta.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    (session,) = list(read_claude_trace(path))
+    _, requests, _ = drain(session)
+    assert requests[0].betas == ("claude-code-20250219", "context-1m-2025-08-07")

@@ -1,0 +1,203 @@
+"""Context windows of the models a session talks to, and where a host compacts before the window ends.
+
+A dated table: one :class:`WindowRule` per model family, each with the public page its figure comes
+from and the day that page was checked. Rules are tried in order and the first whose pattern
+matches the model id wins, so a specific family sits above the broader one it belongs to. The
+table is meant to grow into per-provider rules (cache minimums, TTLs, price multipliers) with the
+same shape: a frozen row, its source and its date.
+
+Anthropic serves some models with a 1M-token window only on request: the API takes the
+``context-1m-2025-08-07`` beta header, and Claude Code asks for it when its model setting carries a
+``[1m]`` suffix (the transcript keeps the API's model id, without the suffix). A prompt larger
+than the standard window proves the larger one was granted, so an observed prompt also decides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from typing import Final
+
+LONG_CONTEXT_BETA = "context-1m-2025-08-07"
+"""The ``anthropic-beta`` value that asks for the 1M-token window."""
+
+LONG_CONTEXT_SUFFIX = "[1m]"
+"""The model-id suffix Claude Code uses for a 1M-token window."""
+
+CHECKED = date(2026, 12, 3)
+
+_ANTHROPIC_MODELS = "https://platform.claude.com/docs/en/models/overview"
+_ANTHROPIC_CONTEXT = "https://platform.claude.com/docs/en/build-with-claude/context-windows"
+_OPENAI_MODELS = "https://platform.openai.com/docs/models"
+_GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
+_DEEPSEEK_PRICING = "https://api-docs.deepseek.com/quick_start/pricing"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRule:
+    """The context window of one model family, with the page it comes from."""
+
+    provider: str
+    family: str
+    """A readable name for the family (``Claude Sonnet 4.5``)."""
+    pattern: str
+    """A regular expression matched at the start of the lower-case model id."""
+    window: int
+    source: str
+    checked: date
+    long_window: int | None = None
+    """The window an explicit long-context request gets (the 1M beta), when the family has one."""
+
+    def matches(self, model: str) -> bool:
+        """Whether ``model`` (an API model id, any case) belongs to this family."""
+        return re.match(self.pattern, _bare(model)) is not None
+
+
+def _rule(provider: str, family: str, pattern: str, window: int, source: str, **extra: int) -> WindowRule:
+    return WindowRule(provider, family, pattern, window, source, CHECKED, **extra)
+
+
+_1M = 1_000_000
+_200K = 200_000
+
+WINDOW_RULES: Final[tuple[WindowRule, ...]] = (
+    # Anthropic. Opus 4.6 onward and Sonnet 4.6 onward serve 1M natively (model pages, e.g.
+    # https://platform.claude.com/docs/en/models/opus-4-6/overview: "Context window: 1M tokens").
+    _rule(
+        "anthropic",
+        "Claude Haiku 4.5 and older Haiku",
+        r"claude-(haiku-4-5|3-5-haiku|3-haiku)",
+        _200K,
+        _ANTHROPIC_MODELS,
+    ),
+    _rule("anthropic", "Claude Opus 4.6 to 4.8", r"claude-opus-4-[678]", _1M, _ANTHROPIC_MODELS),
+    _rule("anthropic", "Claude Sonnet 4.6", r"claude-sonnet-4-6", _1M, _ANTHROPIC_MODELS),
+    _rule(
+        "anthropic",
+        "Claude 5 family (Opus, Sonnet, Fable)",
+        r"claude-(opus|sonnet|fable)-5",
+        _1M,
+        _ANTHROPIC_MODELS,
+    ),
+    # Sonnet 4 and 4.5: 200k, or 1M with the context-1m beta header.
+    _rule(
+        "anthropic",
+        "Claude Sonnet 4 and 4.5",
+        r"claude-sonnet-4(-5)?(-\d{8})?$",
+        _200K,
+        _ANTHROPIC_CONTEXT,
+        long_window=_1M,
+    ),
+    _rule("anthropic", "Claude Opus 4 to 4.5", r"claude-opus-4(-[015])?(-\d{8})?$", _200K, _ANTHROPIC_MODELS),
+    _rule("anthropic", "Claude 3.x", r"claude-3", _200K, _ANTHROPIC_MODELS),
+    # OpenAI (model pages under https://platform.openai.com/docs/models/<id>).
+    _rule("openai", "GPT-5.4 and later GPT-5", r"gpt-5\.([4-9]|\d{2})", 1_050_000, _OPENAI_MODELS),
+    _rule("openai", "GPT-5 to GPT-5.2", r"gpt-5", 400_000, _OPENAI_MODELS),
+    _rule("openai", "GPT-4.1", r"gpt-4\.1", 1_047_576, _OPENAI_MODELS),
+    _rule("openai", "GPT-4o", r"(chatgpt-)?gpt-4o", 128_000, _OPENAI_MODELS),
+    _rule("openai", "o3 and o4-mini", r"o(3|4-mini)", 200_000, _OPENAI_MODELS),
+    # Google: "Input token limit 1,048,576" on each Gemini 2.x model page.
+    _rule("gemini", "Gemini 2.x", r"gemini-2\.", 1_048_576, _GEMINI_MODELS),
+    # DeepSeek: deepseek-chat and deepseek-reasoner (V3.2) at 128K.
+    _rule(
+        "deepseek", "DeepSeek V3.2 (chat, reasoner)", r"deepseek-(chat|reasoner)", 128_000, _DEEPSEEK_PRICING
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWindow:
+    """The window found for a model, and why."""
+
+    tokens: int
+    reason: str
+    """``model table``, ``[1m] suffix``, ``context-1m beta header``,
+    or ``prompt above the standard window``."""
+    rule: WindowRule | None
+
+
+def _bare(model: str) -> str:
+    """The model id without a provider prefix (``anthropic/``, Bedrock's ``us.anthropic.``) or ``[1m]``."""
+    name = model.strip().lower().removesuffix(LONG_CONTEXT_SUFFIX)
+    name = name.rsplit("/", 1)[-1]
+    if "anthropic." in name:
+        name = name.split("anthropic.", 1)[1]
+    # Bedrock and Vertex spell versions with "@" or a ":0" tail.
+    return re.sub(r"(@.*|-v\d+(:\d+)?)$", "", name)
+
+
+def window_rule(model: str) -> WindowRule | None:
+    """The first rule of :data:`WINDOW_RULES` that ``model`` matches, or ``None``."""
+    for rule in WINDOW_RULES:
+        if rule.matches(model):
+            return rule
+    return None
+
+
+def context_window(
+    model: str, *, betas: Iterable[str] = (), largest_prompt: int | None = None
+) -> ContextWindow | None:
+    """The context window of ``model``; ``None`` for a model the table does not know.
+
+    ``betas`` are the request's ``anthropic-beta`` values; ``largest_prompt`` is the largest prompt
+    the provider reported for this model in the session. Either can show the long-context window
+    of a family that has one.
+    """
+    rule = window_rule(model)
+    if rule is None:
+        return None
+    if rule.long_window is not None:
+        if model.strip().lower().endswith(LONG_CONTEXT_SUFFIX):
+            return ContextWindow(rule.long_window, "[1m] suffix", rule)
+        if LONG_CONTEXT_BETA in set(betas):
+            return ContextWindow(rule.long_window, "context-1m beta header", rule)
+        if largest_prompt is not None and largest_prompt > rule.window:
+            return ContextWindow(rule.long_window, "prompt above the standard window", rule)
+    return ContextWindow(rule.window, "model table", rule)
+
+
+# --- where a host compacts -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AutoCompactRule:
+    """Where a host compacts a conversation on its own: ``window - reserved - buffer`` tokens."""
+
+    host: str
+    reserved_for_summary: int
+    """Tokens the host keeps free for the summary it writes."""
+    buffer: int
+    """Tokens below that at which it starts compacting."""
+    sources: tuple[str, ...]
+    checked: date
+
+    def threshold(self, window: int) -> int:
+        """The context size at which the host compacts, for a model of ``window`` tokens."""
+        return max(0, window - self.reserved_for_summary - self.buffer)
+
+
+CLAUDE_CODE_AUTO_COMPACT: Final = AutoCompactRule(
+    host="claude-code",
+    reserved_for_summary=20_000,
+    buffer=13_000,
+    # Both give 167k for a 200k window (83.5 %) and 967k for 1M; the second names the buffer
+    # constant AUTOCOMPACT_BUFFER_TOKENS = 13,000.
+    sources=(
+        "https://github.com/sirmalloc/ccstatusline/pull/319",
+        "https://zhanghandong.github.io/harness-engineering-from-cc-to-ai-coding/part3/compaction-viz.html",
+    ),
+    checked=CHECKED,
+)
+
+_AUTO_COMPACT_BY_FORMAT: Final = {
+    "claude-code": CLAUDE_CODE_AUTO_COMPACT,
+    # claude-trace records Claude Code's own traffic.
+    "claude-trace": CLAUDE_CODE_AUTO_COMPACT,
+}
+
+
+def auto_compact_rule(log_format: str) -> AutoCompactRule | None:
+    """The automatic-compaction rule of the host that writes ``log_format``, if it has one."""
+    return _AUTO_COMPACT_BY_FORMAT.get(log_format)
