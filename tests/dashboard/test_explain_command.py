@@ -11,6 +11,8 @@ from django.core.management import CommandError, call_command
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import conversation
 
+PLACE = {"ordinal", "lineage", "model", "markers"}
+VERDICT = {"detail", "remedy", "material", "warnings"}
 FIGURES = {"credited", "wire_allows", "reported_read", "reported_write", "predicted_read", "predicted_write"}
 
 
@@ -31,7 +33,7 @@ def test_explain_prints_one_object_per_request_in_order(tmp_path: Path) -> None:
 
     assert [row["ordinal"] for row in rows] == [0, 1, 2]
     for row in rows:
-        assert set(row) == {"ordinal", "lineage", "model", "markers", "first_change", "figures", "label"}
+        assert set(row) == PLACE | {"first_change", "figures", "label"} | VERDICT
         assert set(row["figures"]) == FIGURES
     assert rows[0]["first_change"] is None
     assert rows[0]["figures"]["wire_allows"] is None  # nothing before it: unknown, not 0

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.services.analysis import FileSession, RequestResult, file_analyse
+from dashboard.services.explain import FileSession, explain_json, file_analyse, result_verdict
+from projections.cache.results import RequestResult
 from projections.formats import FORMAT_NAMES
 from projections.normalized import FormatError
 
@@ -16,7 +17,8 @@ from projections.normalized import FormatError
 class Command(BaseCommand):
     help = (
         "Explain each request's cache behaviour in a log file: markers kept or broken, the first "
-        "change and its cause, credited / wire allows / reported / predicted figures and the miss label."
+        "change and its cause, credited / wire allows / reported / predicted figures, the miss label, "
+        "what it means, the remedy and the request's self-check warnings."
     )
     requires_system_checks: list[str] = []
 
@@ -39,7 +41,7 @@ class Command(BaseCommand):
                 self.stderr.write(str(line_error))
         results = [result for session in sessions for result in session.analysis.results]
         if options["json"]:
-            self.stdout.write(json.dumps([r.explain_json() for r in results], indent=2))
+            self.stdout.write(json.dumps([explain_json(r) for r in results], indent=2))
             return
         for session in sessions:
             self._table(session)
@@ -58,7 +60,21 @@ class Command(BaseCommand):
                     f"{'':>4}   marker {marker['ordinal']} at {marker['position']} ({marker['tier']}, "
                     f"{marker['prefix_tokens']} tokens): {marker['status']}"
                 )
+            self._verdict(result)
         self.stdout.write("")
+
+    def _verdict(self, result: RequestResult) -> None:
+        """The words under a request's row: what its label means, the remedy and its warnings."""
+        said = result_verdict(result)
+        if said.label or said.detail:
+            what = said.label or "no miss"
+            if said.material:
+                what += ", material"
+            self.stdout.write(f"{'':>4}   verdict: {what}" + (f" — {said.detail}" if said.detail else ""))
+        if said.remedy:
+            self.stdout.write(f"{'':>4}   remedy: {said.remedy}")
+        for warning in said.warnings:
+            self.stdout.write(f"{'':>4}   warning {warning.kind}: {warning.message}")
 
 
 def _figure(value: int | None) -> str:

@@ -1,0 +1,79 @@
+"""``manage.py explain``'s analysis of a log file: the engine's session analysis and each request's
+verdict, read straight from the file without the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from projections.cache.results import RecordsAnalysis, RequestResult
+from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
+from projections.cache.transcript_analysis import is_boundary
+from projections.cache.verdict import Verdict, verdict
+from projections.formats import read_sessions
+from projections.normalized import JSON, EventRecord, LineError, RequestRecord
+
+
+@dataclass(slots=True)
+class FileSession:
+    """One session of a log file and its analysis, with the bad lines met while reading it."""
+
+    external_id: str
+    analysis: RecordsAnalysis
+    errors: list[LineError]
+
+
+def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
+    """Analyse every session of a log file (or folder) as read, without storing anything."""
+    sessions: list[FileSession] = []
+    for imported in read_sessions(path, format=format):
+        records: list[RequestRecord] = []
+        events: list[EventRecord] = []
+        errors: list[LineError] = []
+        keys: set[str] = set()
+        for item in imported.items:
+            if isinstance(item, RequestRecord):
+                if item.key not in keys:  # a repeated key is one request, as ingest stores it
+                    keys.add(item.key)
+                    records.append(item)
+            elif isinstance(item, EventRecord):
+                if item.type in CLIENT_RECORD_TYPES or is_boundary(item):
+                    events.append(item)
+            else:
+                errors.append(item)
+        if imported.fatal:
+            errors.append(LineError(imported.path, None, "session", imported.fatal))
+        # Ordinals count the session's requests in file order, as ingest numbers them.
+        records = [replace(record, ordinal=i) for i, record in enumerate(records)]
+        sessions.append(FileSession(imported.external_id, analyse_records(records, events), errors))
+    return sessions
+
+
+def result_verdict(result: RequestResult) -> Verdict:
+    """The verdict the request page gives the same request (one engine function for both)."""
+    return verdict(result.data, has_body=result.has_body)
+
+
+def explain_json(result: RequestResult) -> dict[str, JSON]:
+    """The object ``explain --json`` prints for a request: where it sits, the previous request's
+    markers, and its verdict (first change, figures, label, detail, remedy, material, warnings)."""
+    data = result.data
+    said = result_verdict(result).to_json()
+    markers = [
+        {k: m[k] for k in ("ordinal", "position", "tier", "prefix_tokens", "status")} for m in data["markers"]
+    ]
+    change = data["first_change"]
+    short = None if change is None else {k: change[k] for k in ("position", "tier", "cause")}
+    return {
+        "ordinal": data["ordinal"],
+        "lineage": data["lineage"],
+        "model": data["model"],
+        "markers": markers,
+        "first_change": short,
+        "figures": said["figures"],
+        "label": said["label"],
+        "detail": said["detail"],
+        "remedy": said["remedy"],
+        "material": said["material"],
+        "warnings": said["warnings"],
+    }
