@@ -12,7 +12,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dashboard.services.folds import BreakdownPoint, BreakdownSeries, ReplacementMarker
+    from dashboard.services.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
 
 Figure = dict[str, Any]
 

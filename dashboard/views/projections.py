@@ -19,8 +19,9 @@ from django_htmx.http import HttpResponseStopPolling
 from dashboard.charts import session_breakdown_chart
 from dashboard.models import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow, Session
 from dashboard.roles import OPERATOR, has_role
-from dashboard.services.folds import session_breakdown_series_cached
-from dashboard.services.refold import RefoldError, fold_run_create, fold_run_report, fold_run_resume
+from dashboard.services.breakdown_series import session_breakdown_series_cached
+from dashboard.services.refold import RefoldError, fold_run_create, fold_run_resume
+from dashboard.services.refold_report import fold_run_report
 from dashboard.tasks import refold_run_task
 from projections.folds.registry import defined_versions, live_versions
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from dashboard.charts import session_breakdown_chart
-from dashboard.services.folds import BreakdownPoint, BreakdownSeries, ReplacementMarker
+from dashboard.services.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
 
 # --- context breakdown -------------------------------------------------------------------------------
 
