@@ -200,7 +200,8 @@ def _worker_figures(session_ids: dict[str, int], broker: str, database_url: str)
 
     from dashboard.celery import app
     from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Warning
-    from dashboard.services.refold import fold_run_create, fold_run_report
+    from dashboard.services.refold import fold_run_create
+    from dashboard.services.refold_report import fold_run_report
 
     with Connection(broker, connect_timeout=3) as conn:
         conn.ensure_connection(max_retries=1)

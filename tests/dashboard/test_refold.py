@@ -19,10 +19,10 @@ from dashboard.services.refold import (
     RefoldError,
     fold_run_claim,
     fold_run_create,
-    fold_run_report,
     refold_run,
     refold_session,
 )
+from dashboard.services.refold_report import fold_run_report
 from dashboard.tasks import refold_run_task
 from projections.events import FoldError
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6

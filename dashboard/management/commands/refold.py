@@ -15,14 +15,13 @@ from django.db.models import Q
 from dashboard.management.progress import ProgressBar
 from dashboard.models import FoldRun, Session
 from dashboard.services.refold import (
-    FoldRunReport,
     RefoldError,
     fold_run_claim,
     fold_run_create,
-    fold_run_report,
     fold_run_resume,
     refold_run,
 )
+from dashboard.services.refold_report import FoldRunReport, fold_run_report
 from dashboard.tasks import refold_run_task
 
 LISTED = 20

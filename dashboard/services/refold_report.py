@@ -1,0 +1,110 @@
+"""A re-fold run's report: counts, retained state and the sessions that diverged or failed, computed
+from the run's result rows (the authority, not its progress counters)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashboard.models import FoldRun, FoldRunResult
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Retained state under one version: total over sessions, and median and max per session."""
+
+    version: int
+    total: int
+    median: float
+    max: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "total": self.total, "median": self.median, "max": self.max}
+
+
+@dataclass
+class FoldRunReport:
+    """What a run found, computed from its result rows (the authority, not the progress counters)."""
+
+    run: FoldRun
+    sessions: int
+    events: int
+    identical: int
+    diverged: int
+    errored: int
+    from_bytes: StateBytes
+    to_bytes: StateBytes
+    fold_seconds: float
+    divergences: list[FoldRunResult] = field(default_factory=list)
+    errors: list[FoldRunResult] = field(default_factory=list)
+
+    @property
+    def wall_seconds(self) -> float | None:
+        return self.run.wall_seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-able data; per-session lists name sessions by id and external id."""
+        return {
+            "run": self.run.pk,
+            "key": self.run.key,
+            "from": self.run.from_version,
+            "to": self.run.to_version,
+            "status": self.run.status,
+            "sessions": self.sessions,
+            "events": self.events,
+            "identical": self.identical,
+            "diverged": self.diverged,
+            "errored": self.errored,
+            "state_bytes": {"from": self.from_bytes.as_dict(), "to": self.to_bytes.as_dict()},
+            "fold_seconds": round(self.fold_seconds, 3),
+            "wall_seconds": None if self.wall_seconds is None else round(self.wall_seconds, 3),
+            "divergences": [
+                {
+                    "session": result.session_id,
+                    "external_id": result.session.external_id,
+                    "seq": result.divergent_seq,
+                    "type": result.divergent_type,
+                    "from_view": result.from_view,
+                    "to_view": result.to_view,
+                }
+                for result in self.divergences
+            ],
+            "errors": [
+                {
+                    "session": result.session_id,
+                    "external_id": result.session.external_id,
+                    "error": result.error,
+                }
+                for result in self.errors
+            ],
+        }
+
+
+def fold_run_report(*, run: FoldRun, limit: int | None = None) -> FoldRunReport:
+    """The run's report; ``limit`` caps the listed divergences and errors (the counts stay whole)."""
+    results = FoldRunResult.objects.filter(run=run)
+    rows = list(results.values_list("status", "events", "from_state_bytes", "to_state_bytes", "seconds"))
+    statuses = [row[0] for row in rows]
+    listed = results.select_related("session").order_by("session_id")
+    divergences = listed.filter(divergent_seq__isnull=False)
+    errors = listed.filter(status=FoldRunResult.Status.ERROR)
+    return FoldRunReport(
+        run=run,
+        sessions=len(rows),
+        events=sum(row[1] for row in rows),
+        identical=statuses.count(FoldRunResult.Status.IDENTICAL),
+        diverged=statuses.count(FoldRunResult.Status.DIVERGED),
+        errored=statuses.count(FoldRunResult.Status.ERROR),
+        from_bytes=_state_bytes(run.from_version, [row[2] for row in rows]),
+        to_bytes=_state_bytes(run.to_version, [row[3] for row in rows]),
+        fold_seconds=sum(row[4] for row in rows),
+        divergences=list(divergences[:limit] if limit else divergences),
+        errors=list(errors[:limit] if limit else errors),
+    )
+
+
+def _state_bytes(version: int, sizes: list[int]) -> StateBytes:
+    if not sizes:
+        return StateBytes(version, 0, 0.0, 0)
+    return StateBytes(version, sum(sizes), float(statistics.median(sizes)), max(sizes))
