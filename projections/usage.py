@@ -193,6 +193,33 @@ def openrouter_usage(raw: JSON) -> Usage:
     )
 
 
+def codex_usage(raw: JSON) -> Usage:
+    """Codex CLI ``TokenUsage`` (a rollout's ``token_count``): reads and writes are inside ``input_tokens``.
+
+    ``cached_input_tokens`` is the read; ``cache_write_input_tokens`` (newer releases only, so an
+    older log leaves the write bucket unreported) is the write. ``reasoning_output_tokens`` is a share
+    of ``output_tokens`` and stays in ``raw`` with the other fields.
+    """
+    usage = _mapping(raw, "usage")
+    prompt = _count(usage, "input_tokens")
+    cached = _count(usage, "cached_input_tokens")
+    written = _count(usage, "cache_write_input_tokens")
+    output = _count(usage, "output_tokens")
+    reasoning = _count(usage, "reasoning_output_tokens")
+    _count(usage, "total_tokens")
+    if reasoning is not None and output is not None and reasoning > output:
+        raise UsageError("reasoning_output_tokens", f"{reasoning} exceeds output_tokens {output}")
+    return Usage(
+        uncached_input=_minus(prompt, (cached or 0) + (written or 0), "cached_input_tokens"),
+        cache_read=cached,
+        cache_write_5m=written,
+        cache_write_1h=None,
+        output=output,
+        convention="openai",
+        raw=dict(usage),
+    )
+
+
 def dsh_usage(raw: JSON) -> Usage:
     """dsh ``assistant/message`` usage: disjoint buckets; ``cacheWrite1hTokens`` is a share of the writes."""
     usage = _mapping(raw, "usage")
@@ -217,8 +244,10 @@ NORMALIZERS: Mapping[str, Callable[[JSON], Usage]] = {
     "deepseek": deepseek_usage,
     "openrouter": openrouter_usage,
     "dsh": dsh_usage,
+    "codex": codex_usage,
 }
-"""Normalizer by source shape; ``openai`` is Chat Completions, ``openai-responses`` the Responses API."""
+"""Normalizer by source shape; ``openai`` is Chat Completions, ``openai-responses`` the Responses API,
+``codex`` the Codex CLI's own count of a Responses call."""
 
 
 def normalize_usage(shape: str, raw: JSON) -> Usage:

@@ -1,9 +1,9 @@
 """Importers: every source format read into :mod:`projections.normalized` (DESIGN §3, §4, §8).
 
-``read_sessions(path)`` accepts a log file or a folder (a ``~/.claude/projects`` tree, a project
-folder, a folder of dsh sessions, claude-trace logs, captures); each file's format is detected
-from its name and first record, or forced with ``format``. Sessions stream: exhaust one session's
-``items`` before asking for the next.
+``read_sessions(path)`` accepts a log file or a folder (a ``~/.claude/projects`` tree, a
+``~/.codex/sessions`` tree, a project folder, a folder of dsh sessions, claude-trace logs,
+captures); each file's format is detected from its name and first record, or forced with
+``format``. Sessions stream: exhaust one session's ``items`` before asking for the next.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, captur
 from projections.formats.captures import read_capture as _read_capture
 from projections.formats.claude_code import TRANSCRIPT_TYPES, read_claude_code
 from projections.formats.claude_trace import is_claude_trace_record, read_claude_trace
+from projections.formats.codex import is_codex_record, read_codex
 from projections.formats.connectome import is_connectome_record, read_connectome
 from projections.formats.dsh import read_dsh_session
 from projections.formats.lines import LogLines, is_zstd_path
@@ -43,6 +44,7 @@ FORMAT_NAMES: tuple[str, ...] = (
     "dsh",
     "claude-code",
     "claude-trace",
+    "codex",
     "anthropic-capture",
     "connectome",
     "openai-capture",
@@ -64,6 +66,8 @@ def classify_record(value: dict[str, JSON], file_name: str) -> str | None:
         return ANTHROPIC_FORMAT if capture_api(value) == "messages" else OPENAI_FORMAT
     if value.get("type") in TRANSCRIPT_TYPES:
         return "claude-code"
+    if is_codex_record(value):
+        return "codex"
     return None
 
 
@@ -105,6 +109,8 @@ def _read_file(path: Path, format_name: str) -> Iterator[SessionImport]:
         yield from read_claude_trace(path)
     elif format_name == "connectome":
         yield from read_connectome(path)
+    elif format_name == "codex":
+        yield from read_codex(path)
     else:
         yield from _read_capture(path, format_name)
 
