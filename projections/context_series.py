@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from projections.model_windows import context_window
-from projections.normalized import JSON, EventRecord, Lineage
-from projections.request_breakdown import RequestBreakdown, inferred_envelope
+from projections.normalized import JSON, EventRecord, Lineage, RequestRecord
+from projections.request_breakdown import RequestBreakdown, body_breakdown, inferred_envelope
 
 Basis = Literal["request body", "log", "usage"]
 
@@ -91,6 +91,17 @@ class ContextRow:
             row["contextWindow"] = self.context_window
         row["basis"] = self.basis
         return row
+
+
+def request_figures(record: RequestRecord) -> RequestFigures:
+    """What an imported call tells about its prompt: its body priced, its usage, its model's window.
+
+    Raises :class:`~projections.prices.PriceError` for a body of a shape no provider sends.
+    """
+    prompt = record.usage.prompt_total if record.usage is not None else None
+    breakdown = body_breakdown(record.api, record.body) if record.body is not None else None
+    found = context_window(record.model, betas=record.betas, largest_prompt=prompt)
+    return RequestFigures(record.model, record.lineage, breakdown, prompt, found.tokens if found else None)
 
 
 def request_ref(event: EventRecord) -> str | None:

@@ -55,7 +55,9 @@ def test_it_prints_one_json_line_per_event(tmp_path: Path) -> None:
         "seq": log.events[-1].seq,
         "type": "user/message",
         "systemTokens": final.system_tokens,
+        "toolsTokens": 0,
         "messageTokens": final.message_tokens,
+        "basis": "log",
     }
 
 
@@ -87,7 +89,16 @@ def test_it_prints_a_table_without_json(tmp_path: Path) -> None:
     log.system("be brief")
     log.user("hello")
     out, _ = run(str(dsh_file(tmp_path / "session.jsonl", log.events)))
-    assert out.splitlines()[0].split() == ["seq", "type", "system", "messages"]
+    assert out.splitlines()[0].split() == [
+        "seq",
+        "type",
+        "system",
+        "tools",
+        "messages",
+        "inferred",
+        "provider",
+        "window",
+    ]
     assert out.splitlines()[2].split()[:2] == ["1", "user/message"]
 
 
@@ -147,3 +158,50 @@ def _unmetered_message_replacements(log: Path) -> set[int]:
                 seqs.add(item.seq)
             armed = item.type in ("compaction/summary", "compaction/prune")
     return seqs
+
+
+def _demo_logs(tmp_path: Path, log_format: str) -> list[Path]:
+    manifest = write_demo_dataset(tmp_path)
+    return [tmp_path / entry.path for entry in manifest.files if entry.format == log_format]
+
+
+def test_a_claude_trace_log_gives_each_request_its_own_system_and_tools(tmp_path: Path) -> None:
+    logs = _demo_logs(tmp_path, "claude-trace")
+    assert logs
+    for log in logs:
+        rows = [json.loads(line) for line in run(str(log), "--json")[0].splitlines()]
+        requests = [row for row in rows if row["type"] == "cache/request"]
+        assert len(requests) == len(rows) > 0, log
+        with_tools = [row for row in requests if row["toolsTokens"] > 0]
+        assert with_tools, log
+        for row in with_tools:
+            assert row["systemTokens"] > 0, (log, row)
+            assert row["basis"] == "request body"
+            assert row["providerPromptTokens"] > 0
+            assert row["contextWindow"] >= 200_000
+
+
+def test_a_capture_of_every_provider_prices_its_requests_from_their_bodies(tmp_path: Path) -> None:
+    for log_format in ("anthropic-capture", "openai-capture", "connectome"):
+        logs = _demo_logs(tmp_path / log_format, log_format)
+        assert logs, log_format
+        for log in logs:
+            rows = [json.loads(line) for line in run(str(log), "--json")[0].splitlines()]
+            assert rows, log
+            assert all(row["basis"] == "request body" for row in rows), log
+            assert any(row["messageTokens"] > 0 for row in rows), log
+
+
+def test_a_claude_code_transcript_infers_system_and_tools_and_never_prices_them_at_zero(
+    tmp_path: Path,
+) -> None:
+    logs = _demo_logs(tmp_path, "claude-code")
+    assert logs
+    for log in logs:
+        rows = [json.loads(line) for line in run(str(log), "--json")[0].splitlines()]
+        assert all(row["systemTokens"] is None and row["toolsTokens"] is None for row in rows), log
+        calls = [row for row in rows if "providerPromptTokens" in row]
+        assert calls, log
+        for call in calls:
+            assert call["inferredSystemToolsTokens"] > 0, (log, call)
+            assert call["contextWindow"] >= 200_000, (log, call)

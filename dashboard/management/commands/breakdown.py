@@ -1,28 +1,36 @@
-"""``manage.py breakdown PATH [--state-version N] [--json]``: fold one log file's ``contextBreakdown``
-event by event with the engine alone, without touching the database.
+"""``manage.py breakdown PATH [--state-version N] [--json]``: the context of one log file after every
+event — system prompt, tool schemas and messages — with the engine alone, without the database.
 
-With ``--json`` every event prints one line ``{"seq", "type", "systemTokens", "messageTokens"}``;
-a fold that stops prints a last line ``{"error": ...}`` and the command exits non-zero.
+Every format the importers read gives rows: a log with request bodies (claude-trace, captures)
+prices each request's own system, tools and messages; a dsh log folds ``contextBreakdown``; a
+usage-only transcript (Claude Code) gives its messages and the rest of the provider's prompt as
+``inferredSystemToolsTokens``, with ``systemTokens`` and ``toolsTokens`` null because it cannot
+tell them apart.
+
+With ``--json`` every event prints one line ``{"seq", "type", "systemTokens", "toolsTokens",
+"messageTokens", "basis"}`` plus ``providerPromptTokens`` and ``contextWindow`` where known; a fold
+that stops prints a last line ``{"error": ...}`` and the command exits non-zero.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from projections.context_series import ContextRow, RequestFigures, context_rows, request_figures
 from projections.folds.registry import FoldError, UnknownProjection, fold_views, get_projection
 from projections.formats import read_sessions
-from projections.normalized import EventRecord, FormatError, LineError, SessionImport
+from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
+from projections.prices import PriceError
 
 KEY = "contextBreakdown"
 
 
 class Command(BaseCommand):
-    help = "Fold one session log's context breakdown event by event (no database)."
+    help = "Print one log's context after every event: system, tools, messages, provider prompt, window."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path, help="One session log file.")
@@ -37,21 +45,23 @@ class Command(BaseCommand):
         except UnknownProjection as error:
             raise CommandError(str(error)) from None
         session = self._only_session(options["path"])
+        events, requests = self._read(session)
         as_json = options["json"]
         if not as_json:
-            self.stdout.write(f"{'seq':>7}  {'type':30} {'system':>9} {'messages':>9}")
-        types: dict[int, str] = {}
+            self.stdout.write(
+                f"{'seq':>7}  {'type':30} {'system':>9} {'tools':>9} {'messages':>9} {'inferred':>9} "
+                f"{'provider':>9} {'window':>9}"
+            )
+        by_seq = {event.seq: event for event in events}
+        views = (
+            (by_seq[step.seq], projection.view_json(step.view)) for step in fold_views(projection, events)
+        )
         try:
-            for step in fold_views(projection, self._events(session, types)):
-                view = projection.view_json(step.view)
+            for row in context_rows(views, requests):
                 if as_json:
-                    line = {"seq": step.seq, "type": types.pop(step.seq), **view}
-                    self.stdout.write(json.dumps(line))
+                    self.stdout.write(json.dumps(row.to_json()))
                 else:
-                    self.stdout.write(
-                        f"{step.seq:>7}  {types.pop(step.seq):30} {view['systemTokens']:>9} "
-                        f"{view['messageTokens']:>9}"
-                    )
+                    self.stdout.write(_table_line(row))
         except FoldError as error:
             message = str(error.with_session(session.external_id))
             if as_json:
@@ -72,11 +82,32 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {session.fatal}")
         return session
 
-    def _events(self, session: SessionImport, types: dict[int, str]) -> Iterator[EventRecord]:
-        """The session's events; bad lines are reported on stderr as they are met."""
+    def _read(self, session: SessionImport) -> tuple[list[EventRecord], dict[str, RequestFigures]]:
+        """The session's events and its calls' figures; bad lines are reported on stderr as they are met.
+
+        Only the figures of a call are kept, not its body, so a long capture stays small in memory.
+        """
+        events: list[EventRecord] = []
+        requests: dict[str, RequestFigures] = {}
         for item in session.items:
             if isinstance(item, EventRecord):
-                types[item.seq] = item.type
-                yield item
+                events.append(item)
+            elif isinstance(item, RequestRecord):
+                try:
+                    requests[item.key] = request_figures(item)
+                except PriceError as error:
+                    self.stderr.write(f"{session.path}:{item.line}: request.body: {error}")
             elif isinstance(item, LineError):
                 self.stderr.write(str(item))
+        return events, requests
+
+
+def _table_line(row: ContextRow) -> str:
+    def cell(value: int | None) -> str:
+        return f"{'—' if value is None else value:>9}"
+
+    return (
+        f"{row.seq:>7}  {row.type:30} {cell(row.system_tokens)} {cell(row.tools_tokens)} "
+        f"{cell(row.message_tokens)} {cell(row.inferred_tokens)} {cell(row.provider_prompt_tokens)} "
+        f"{cell(row.context_window)}"
+    )
