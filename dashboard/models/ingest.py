@@ -2,7 +2,24 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
+
+
+class IngestJobQuerySet(models.QuerySet["IngestJob"]):
+    def claim(self, *, job_id: int, owner: str) -> bool:
+        """Take job ``job_id`` for ``owner`` with one conditional UPDATE; ``False`` when it is not free.
+
+        A queued job is free, and so is a running one ``owner`` already holds: the same task
+        delivered again after its worker died. That redelivery starts the job over, so its progress
+        restarts from zero. A job another owner holds, or a finished one, is left alone.
+        """
+        claimable = Q(status=IngestJob.Status.QUEUED) | Q(status=IngestJob.Status.RUNNING, claimed_by=owner)
+        claimed = self.filter(claimable, pk=job_id).update(
+            status=IngestJob.Status.RUNNING, started_at=timezone.now(), claimed_by=owner[:200], bytes_done=0
+        )
+        return bool(claimed)
 
 
 class IngestJob(models.Model):
@@ -40,6 +57,8 @@ class IngestJob(models.Model):
     duplicates = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
+
+    objects = IngestJobQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
 from dashboard.management.progress import ProgressBar
 from dashboard.models import IngestJob
-from dashboard.services.ingest import ingest_paths, input_size
+from dashboard.services.ingest_jobs import ingest_job_run
 from projections.formats import FORMAT_NAMES
 
 
@@ -28,22 +28,19 @@ class Command(BaseCommand):
         paths: list[Path] = options["paths"]
         job = IngestJob.objects.create(
             kind=IngestJob.Kind.COMMAND,
-            status=IngestJob.Status.RUNNING,
             label=", ".join(str(p) for p in paths)[:500],
             source_name=options["source"],
             format=options["format"] or "",
             paths=[str(p) for p in paths],
-            started_at=timezone.now(),
-            bytes_total=input_size(paths),
         )
-        bar = ProgressBar(job.bytes_total, label="ingest")
-        summary = ingest_paths(
-            paths=paths,
-            source_name=options["source"],
-            format=options["format"],
-            job=job,
-            on_progress=bar.advance,
-        )
+        IngestJob.objects.claim(job_id=job.pk, owner=f"command:{os.getpid()}")
+        bar = ProgressBar(0, label="ingest")
+
+        def show(current: IngestJob) -> None:
+            bar.total = current.bytes_total
+            bar.update(current.bytes_done)
+
+        summary = ingest_job_run(job_id=job.pk, on_progress=show)
         bar.close()
 
         if options["json"]:
