@@ -1,4 +1,8 @@
-"""Uploads: files (or a zip of a folder) saved under the data folder, then ingested by a task."""
+"""Uploads: files (or a zip of a folder) saved under the data folder as a queued ingest job.
+
+The caller enqueues the job's task: services sit below the tasks that call them, so they do not
+import them.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ def upload_dir(job: IngestJob) -> Path:
 def upload_create_job(
     *, files: Sequence[UploadedFile], source_name: str, format: str | None, user: Any
 ) -> IngestJob:
-    """Save ``files`` for a new ingest job and enqueue it once the job row is committed."""
+    """Save ``files`` for a new, queued ingest job; the caller enqueues the job's task."""
     limit = settings.CACHESCOPE_MAX_UPLOAD_BYTES
     total = sum(f.size or 0 for f in files)
     if total > limit:
@@ -50,9 +54,6 @@ def upload_create_job(
             raise
         job.paths = [str(folder)]
         job.save(update_fields=["paths"])
-        from dashboard.tasks import ingest_job_task
-
-        ingest_job_task.delay_on_commit(job.pk)
     return job
 
 

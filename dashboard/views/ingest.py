@@ -11,6 +11,7 @@ from django_htmx.http import HttpResponseStopPolling
 from dashboard.models import IngestJob
 from dashboard.roles import OPERATOR, has_role
 from dashboard.services.uploads import UploadRejected, upload_create_job
+from dashboard.tasks import ingest_job_task
 from dashboard.views.sessions import _is_htmx
 from projections.formats import FORMAT_NAMES
 
@@ -60,6 +61,7 @@ def ingest_page(request: HttpRequest) -> HttpResponse:
             except UploadRejected as rejected:
                 form.add_error("files", str(rejected))
             else:
+                ingest_job_task.delay_on_commit(job.pk)  # type: ignore[attr-defined]
                 return HttpResponseRedirect(job.get_absolute_url())
     jobs = Paginator(IngestJob.objects.select_related("created_by"), 30).get_page(request.GET.get("page"))
     context = {
