@@ -1,4 +1,4 @@
-"""Cache prediction for transcript-only sources (Claude Code), which log usage but no request bodies.
+"""Cache prediction for transcript-only sources (Claude Code, Codex), which log usage but no bodies.
 
 Without bytes or markers the predictor leans on one regularity (DESIGN §7): a call reads back what
 the previous call of its lineage read and wrote, as long as the entry is still alive and nothing
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from projections.cache.providers import openai_cached_tokens
 from projections.normalized import Usage
 
 FIVE_MINUTES = 300.0
@@ -82,9 +83,19 @@ def predict_transcript(
         if started is not None and before is not None and (started - before).total_seconds() > ttl:
             out.append(TranscriptPrediction(0, "ttl-expired"))
             continue
-        carried = (prev.usage.cache_read or 0) + (prev.usage.cache_write or 0)
-        out.append(TranscriptPrediction(carried, "carried"))
+        out.append(TranscriptPrediction(_carried(prev.usage), "carried"))
     return out
+
+
+def _carried(prev: Usage) -> int:
+    """What the previous call left in the cache for the next one.
+
+    With explicit caching that is what it read plus what it wrote. OpenAI's automatic caching
+    reports no writes: every prompt it processed is cached, in steps of 128 tokens from 1,024 up.
+    """
+    if prev.convention == "openai" and prev.cache_write is None and prev.prompt_total is not None:
+        return openai_cached_tokens(prev.prompt_total)
+    return (prev.cache_read or 0) + (prev.cache_write or 0)
 
 
 def exact_share(calls: Sequence[TranscriptCall], predictions: Sequence[TranscriptPrediction]) -> float | None:

@@ -135,3 +135,16 @@ def test_after_a_system_rewrite_only_the_measured_tools_prefix_is_predicted() ->
         (None, "system-changed"),
         (1200, "system-changed"),
     ]
+
+
+def test_openai_automatic_caching_carries_the_previous_prompt_in_128_token_steps() -> None:
+    def openai_call(minutes: float, uncached: int, read: int, write: int | None = None) -> TranscriptCall:
+        usage = Usage(uncached, read, write, None, 10, "openai")
+        return TranscriptCall(T0 + timedelta(minutes=minutes), "gpt-5-codex", usage, "main")
+
+    calls = [openai_call(0, 4000, 0), openai_call(1, 332, 3968), openai_call(2, 900, 100)]
+    predicted = [p.read for p in predict_transcript(calls)]
+    # 4,000 prompt tokens cache as 1,024 + 128·23; 4,300 as 1,024 + 128·25.
+    assert predicted == [None, 3968, 4224]
+    explicit = [openai_call(0, 296, 0, 8704), openai_call(1, 284, 8704, 512)]
+    assert [p.read for p in predict_transcript(explicit)] == [None, 8704]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from projections.cache.transcript import TranscriptCall, predict_transcript
 from projections.formats import detect_format, read_sessions
 from projections.formats.codex import read_codex
 from projections.normalized import EventRecord, LineError, RequestRecord
@@ -93,7 +94,7 @@ def test_a_newer_release_splits_cache_writes_out_of_the_input() -> None:
         (296, 0, 8704, 300),
         (284, 8704, 512, 60),
         (200, 9216, 384, 40),
-        (172, 9728, 0, 20),
+        (44, 9600, 256, 20),
     ]
     assert requests[0].usage is not None
     assert requests[0].usage.raw["cache_write_input_tokens"] == 8704
@@ -306,3 +307,12 @@ def test_rollouts_are_detected_by_their_first_record_and_read_from_a_dated_tree(
     assert {s.format for s in sessions} == {"codex"}
     forced = list(read_sessions(OLDER, format="codex"))
     assert [s.external_id for s in forced] == ["0199e2a1-0000-7000-8000-00000000000a"]
+
+
+@pytest.mark.parametrize("path", [OLDER, NEWER])
+def test_the_transcript_predictor_reads_codex_calls_exactly(path: Path) -> None:
+    _, _, requests, _ = _read(path)
+    calls = [TranscriptCall(r.started_at, r.model, r.usage, r.lineage) for r in requests if r.usage]
+    predictions = predict_transcript(calls)
+    assert [p.rule for p in predictions] == ["first-call"] + ["carried"] * (len(calls) - 1)
+    assert all(p.exact(c.usage.cache_read) for c, p in zip(calls[1:], predictions[1:], strict=True))
