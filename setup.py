@@ -1,7 +1,8 @@
 """The C hash of rendered units; everything else about the package is in pyproject.toml.
 
 The extension is optional: without a C compiler the install still succeeds and the engine hashes
-in plain Python (the twin in projections/cache/canonical.py).
+in plain Python (the twin in projections/cache/canonical.py), and logs a warning once a process
+saying so.
 """
 
 from setuptools import Extension, setup
