@@ -214,10 +214,23 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
 
 def session_cost_compute(*, session: Session) -> SessionCost:
     """The cost figures of one stored session, from its requests in order."""
+    return sessions_cost_compute(session_ids=[session.pk])[session.pk]
+
+
+def sessions_cost_compute(*, session_ids: Sequence[int]) -> dict[int, SessionCost]:
+    """The cost figures of each listed session, from its requests in order.
+
+    Two queries however many sessions are listed (their requests, the prices), so a page that
+    shows a cost per row does not query per row.
+    """
+    calls: dict[int, list[Call]] = {pk: [] for pk in session_ids}
+    if not calls:
+        return {}
     rows = (
-        Request.objects.filter(session=session)
-        .order_by("ordinal", "id")
+        Request.objects.filter(session_id__in=calls)
+        .order_by("session_id", "ordinal", "id")
         .values_list(
+            "session_id",
             "lineage",
             "model",
             "started_at",
@@ -228,16 +241,11 @@ def session_cost_compute(*, session: Session) -> SessionCost:
             "output_tokens",
         )
     )
-    calls = [
-        Call(
-            lineage,
-            model,
-            started,
-            Tokens(uncached or 0, read or 0, write_5m or 0, write_1h or 0, output or 0),
-        )
-        for lineage, model, started, uncached, read, write_5m, write_1h, output in rows.iterator()
-    ]
-    return session_cost_of(calls=calls, prices=prices_load())
+    for session_id, lineage, model, started, uncached, read, write_5m, write_1h, output in rows.iterator():
+        tokens = Tokens(uncached or 0, read or 0, write_5m or 0, write_1h or 0, output or 0)
+        calls[session_id].append(Call(lineage, model, started, tokens))
+    prices = prices_load()
+    return {pk: session_cost_of(calls=session_calls, prices=prices) for pk, session_calls in calls.items()}
 
 
 _BUCKET_SUMS = {
