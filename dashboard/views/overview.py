@@ -7,7 +7,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard.models import IngestJob, Session, Source, Warning
 from dashboard.services.costs import sources_cost_map, usd
-from dashboard.views.analysis import fleet_cache_context
+from dashboard.views.fleet_cache import fleet_cache_context
 from projections.hit_rate import hit_rate
 
 

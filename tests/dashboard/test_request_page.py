@@ -8,12 +8,8 @@ from django.test import Client
 
 from dashboard.models import Request, Session, Source
 from dashboard.services.analysis import session_analyse
-from dashboard.views.analysis import (
-    CONTEXT_CHARS,
-    LABEL_REMEDIES,
-    TRANSCRIPT_UNEXPLAINED_REMEDY,
-    display_text,
-)
+from dashboard.views.change_display import CONTEXT_CHARS, display_text
+from projections.cache.verdict import LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
 from tests.dashboard.test_analysis import (
     START,
     body,
