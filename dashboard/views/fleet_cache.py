@@ -11,7 +11,7 @@ from django.db.models.functions import TruncDay
 
 from dashboard.charts import fleet_hit_rate_chart, fleet_sources_chart, warnings_by_kind_chart
 from dashboard.models import Request, RequestAnalysis, Session, Warning
-from dashboard.services.costs import session_cost_compute
+from dashboard.services.costs import sessions_cost_compute
 from projections.hit_rate import hit_rate
 
 FLEET_DAYS = 90
@@ -54,12 +54,13 @@ def top_wasted_writes() -> list[dict[str, Any]]:
     The waste of a session needs its requests in order, so it is computed for the sessions that
     wrote the most (the only ones that can waste much) and ranked among those.
     """
-    candidates = Session.objects.select_related("source").order_by("-cache_write_tokens", "id")[
-        :WASTE_CANDIDATES
-    ]
+    candidates = list(
+        Session.objects.select_related("source").order_by("-cache_write_tokens", "id")[:WASTE_CANDIDATES]
+    )
+    costs = sessions_cost_compute(session_ids=[session.pk for session in candidates])
     ranked = []
     for session in candidates:
-        cost = session_cost_compute(session=session)
+        cost = costs[session.pk]
         if cost.wasted_write_tokens:
             ranked.append(
                 {"session": session, "tokens": cost.wasted_write_tokens, "cost": cost.wasted_write_cost}

@@ -85,7 +85,7 @@ def test_no_sessions_cost_nothing_and_query_nothing() -> None:
     assert captured.captured_queries == []
 
 
-@pytest.mark.parametrize("page", ["dashboard:sessions"])
+@pytest.mark.parametrize("page", ["dashboard:overview", "dashboard:sessions"])
 def test_a_page_of_fifty_sessions_takes_as_many_queries_as_one_of_five(
     page: str, viewer_client: Client
 ) -> None:
