@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+
+import pytest
+
+from projections.cache.results import RequestResult
+from projections.cache.session_analysis import analyse_records
+from projections.cache.verdict import (
+    LABEL_REMEDIES,
+    TRANSCRIPT_UNEXPLAINED_REMEDY,
+    Verdict,
+    VerdictError,
+    verdict,
+)
+from projections.normalized import RequestRecord
+from tests.projections.cache.builders import SONNET, T0, anthropic_usage, body, conversation, record
+
+
+def verdicts(records: list[RequestRecord]) -> list[Verdict]:
+    results = analyse_records(records).results
+    return [verdict(r.data, has_body=r.has_body) for r in results]
+
+
+def transcript_call(key: str, ordinal: int, minutes: float, read: int, write: int) -> RequestRecord:
+    """A call as a transcript logs it: usage, no body."""
+    started = T0 + timedelta(minutes=minutes)
+    return RequestRecord(
+        key=key,
+        ordinal=ordinal,
+        lineage="main",
+        provider="anthropic",
+        platform="anthropic",
+        api="messages",
+        model=SONNET,
+        started_at=started,
+        usage=anthropic_usage(50, read, write),
+    )
+
+
+def expired_pair(minutes: float) -> list[RequestRecord]:
+    history = conversation(20)
+    return [
+        record("r0", 0, body(history, marks=(19,))),
+        record("r1", 1, body([*history, *conversation(2)], marks=(21,)), minutes=minutes),
+    ]
+
+
+def test_a_miss_with_an_unchanged_prefix_gets_the_remedy_of_its_label() -> None:
+    second = verdicts(expired_pair(minutes=6))[1]
+
+    assert second.label == "ttl-expired"
+    assert second.first_change is None
+    assert second.remedy == LABEL_REMEDIES["ttl-expired"]
+    assert second.detail  # the predictor says which entry is no longer retained
+
+
+def test_a_request_that_reads_what_it_should_has_no_label_and_no_remedy() -> None:
+    second = verdicts(expired_pair(minutes=4))[1]
+
+    assert (second.label, second.remedy, second.material) == (None, "", False)
+    assert second.figures.predicted_read == second.figures.wire_allows
+
+
+def test_a_changed_prefix_gets_the_remedy_of_the_change_not_of_its_label() -> None:
+    history = conversation(12)
+    edited = copy.deepcopy(history)
+    edited[2]["content"][0]["text"] = "an edited message"
+    records = [
+        record("r0", 0, body(history, marks=(11,))),
+        record("r1", 1, body(edited, marks=(11,)), minutes=1),
+    ]
+
+    second = verdicts(records)[1]
+
+    assert str(second.label).startswith("prefix-changed@messages")
+    assert second.first_change is not None
+    assert second.first_change.cause == "edited"
+    assert second.remedy == second.first_change.remedy != ""
+    assert second.remedy not in LABEL_REMEDIES.values()
+
+
+def test_an_unexplained_miss_without_bodies_asks_for_the_bytes() -> None:
+    # 12,000 tokens written, a minute later only 3,000 of them read back.
+    records = [transcript_call("c0", 0, 0, 0, 12_000), transcript_call("c1", 1, 1, 3_000, 9_700)]
+    result = analyse_records(records).results[1]
+
+    said = verdict(result.data, has_body=result.has_body)
+
+    assert (said.label, said.material) == ("unexplained", True)
+    assert said.remedy == TRANSCRIPT_UNEXPLAINED_REMEDY
+    assert "read(N) = read(N-1) + write(N-1)" in said.detail
+    # The same analysis of a request whose bytes were logged blames provider-side eviction instead.
+    assert verdict(result.data, has_body=True).remedy == LABEL_REMEDIES["unexplained"]
+
+
+def test_each_verdict_lists_the_warnings_of_its_own_request_only() -> None:
+    records = [transcript_call("c0", 0, 0, 0, 12_000), transcript_call("c1", 1, 1, 3_000, 9_700)]
+    first, second = verdicts(records)
+
+    assert first.warnings == ()
+    assert [w.kind for w in second.warnings] == ["unexplained-miss"]
+    assert "reported read 3000, predicted 12000" in second.warnings[0].message
+
+
+def test_the_verdict_json_has_every_part_of_the_verdict() -> None:
+    said = verdicts(expired_pair(minutes=6))[1].to_json()
+
+    assert set(said) == {"first_change", "figures", "label", "detail", "remedy", "material", "warnings"}
+    assert set(said["figures"]) == {
+        "credited",
+        "wire_allows",
+        "reported_read",
+        "reported_write",
+        "predicted_read",
+        "predicted_write",
+    }
+
+
+def test_the_verdict_of_a_stored_analysis_equals_the_verdict_of_the_fresh_one() -> None:
+    # The store keeps data as JSON: the verdict read back from it must not change.
+    result: RequestResult = analyse_records(expired_pair(minutes=6)).results[1]
+    stored = json.loads(json.dumps(result.data))
+
+    assert verdict(stored, has_body=True) == verdict(result.data, has_body=True)
+
+
+def test_an_analysis_without_figures_is_refused_naming_the_field() -> None:
+    with pytest.raises(VerdictError, match="field 'figures' is missing"):
+        verdict({"label": "ttl-expired"}, has_body=True)
+
+
+def test_a_first_change_without_its_cause_is_refused_naming_the_field() -> None:
+    data = {"figures": {}, "first_change": {"position": 3, "tier": "messages"}}
+    with pytest.raises(VerdictError, match=r"field 'first_change\.cause' is missing"):
+        verdict(data, has_body=True)
