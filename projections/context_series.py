@@ -11,10 +11,9 @@ Three sources, chosen per session by what its log holds:
   provider's prompt as one inferred band, system prompt and tools together — never a system
   prompt of 0.
 
-An importer plugs in by yielding, for each provider call, a :class:`~projections.normalized.RequestRecord`
-whose ``key`` the answering event names in ``data.requestRef`` (``cache/request``) or
-``data.requestId`` / ``data.messageId`` (``assistant/message``); a dsh-style call keyed
-``seq-<n>`` is found by its event's seq.
+An importer plugs in by yielding each provider call's :class:`~projections.normalized.RequestRecord`
+directly after the event that answers it (a ``cache/request``, an ``assistant/message``, a
+``compaction/summary``): :func:`answering_seq` ties the two, at ingest and in the breakdown command.
 """
 
 from __future__ import annotations
@@ -104,19 +103,9 @@ def request_figures(record: RequestRecord) -> RequestFigures:
     return RequestFigures(record.model, record.lineage, breakdown, prompt, found.tokens if found else None)
 
 
-def request_ref(event: EventRecord) -> str | None:
-    """The request key an event answers, or ``None`` for an event that answers no call."""
-    data = event.data
-    if event.type == "cache/request":
-        ref = data.get("requestRef")
-        return ref if isinstance(ref, str) and ref else None
-    if event.type in ("assistant/message", "compaction/summary"):
-        for name in ("requestId", "messageId"):
-            ref = data.get(name)
-            if isinstance(ref, str) and ref:
-                return ref
-        return f"seq-{event.seq}"
-    return None
+def answering_seq(previous: EventRecord | None) -> int | None:
+    """The seq of the event a request record answers: the event its importer yielded just before it."""
+    return None if previous is None else previous.seq
 
 
 def largest_prompts(requests: Iterable[RequestFigures]) -> dict[str, int]:
@@ -135,86 +124,117 @@ def request_window(figures: RequestFigures, largest: Mapping[str, int]) -> int |
     return max(windows) if windows else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One event's figures before the session's basis is known."""
+
+    seq: int
+    type: str
+    system: int
+    tools: int
+    messages: int
+    prompt: int | None
+    window: int | None
+    lineage: Lineage
+    own: RequestBreakdown | None
+    """The figures of the call this event answers, priced from its body."""
+
+
 def context_rows(
     steps: Iterable[tuple[EventRecord, Mapping[str, JSON]]],
-    requests: Mapping[str, RequestFigures],
+    requests: Mapping[int, RequestFigures],
 ) -> Iterator[ContextRow]:
     """One row per event, from the ``contextBreakdown`` view after it and the session's requests.
 
     ``steps`` pairs each event with the fold's view (``systemTokens``, ``toolsTokens`` — read as 0
-    when the view has no such key — and ``messageTokens``); ``requests`` maps request keys to
-    their figures.
+    when the view has no such key — and ``messageTokens``); ``requests`` maps the seq of each
+    call's answering event to the call's figures.
+
+    The basis is one per session: request bodies when any call has one; otherwise the log, when the
+    log prices a system prompt or tools by the first main call; otherwise usage. Rows before the
+    first call wait for that decision (a log with no call at all is read as the log).
     """
     largest = largest_prompts(requests.values())
+    basis: Basis | None = "request body" if any(f.breakdown is not None for f in requests.values()) else None
+    held: list[_Step] = []
+    rows = _Rows()
     window: int | None = None
     stated_window = False
-    measured: RequestBreakdown | None = None
-    inferred: int | None = None
-    log_before = 0
-    for event, view in steps:
+    pairs = iter(steps)
+    while True:
+        try:
+            event, view = next(pairs)
+        except StopIteration:
+            break
+        except Exception:
+            # A fold that stops still shows every row before the event it stopped at.
+            for earlier in held:
+                yield rows.row(earlier, basis or "log")
+            raise
         system, tools, messages = _view_figures(view)
         window, stated_window = _window_after(event, window, stated_window)
-        ref = request_ref(event)
-        figures = requests.get(ref) if ref is not None else None
-        prompt = None
-        lineage: Lineage = "main"
+        figures = requests.get(event.seq)
+        step = _Step(event.seq, event.type, system, tools, messages, None, window, "main", None)
         if figures is not None:
-            prompt = figures.prompt_tokens
-            lineage = figures.lineage
             if not stated_window:
                 window = request_window(figures, largest) or window
-        if figures is not None and figures.breakdown is not None:
-            if lineage != "side":
-                measured = figures.breakdown
-            # A side call (a title, a quota probe) is shown as itself, and does not move the main chain.
-            own = figures.breakdown
-            yield ContextRow(
+            step = _Step(
                 event.seq,
                 event.type,
-                own.system_tokens,
-                own.tools_tokens,
-                own.message_tokens,
-                None,
-                prompt,
-                window,
-                "request body",
-                lineage,
-            )
-        elif measured is not None:
-            yield ContextRow(
-                event.seq,
-                event.type,
-                measured.system_tokens,
-                measured.tools_tokens,
-                measured.message_tokens,
-                None,
-                prompt,
-                window,
-                "request body",
-                lineage,
-            )
-        elif system or tools:
-            yield ContextRow(
-                event.seq, event.type, system, tools, messages, None, prompt, window, "log", lineage
-            )
-        else:
-            if figures is not None and lineage != "side" and prompt is not None:
-                # The call was sent before its reply joined the surface: the messages it carried are
-                # the surface before this event.
-                inferred = inferred_envelope(prompt, log_before)
-            yield ContextRow(
-                event.seq,
-                event.type,
-                None,
-                None,
+                system,
+                tools,
                 messages,
-                inferred,
-                prompt,
+                figures.prompt_tokens,
                 window,
-                "usage",
-                lineage,
+                figures.lineage,
+                figures.breakdown,
             )
-        log_before = system + tools + messages
+            if basis is None and figures.lineage != "side":
+                basis = "log" if system or tools else "usage"
+        if basis is None:
+            held.append(step)
+            continue
+        for earlier in held:
+            yield rows.row(earlier, basis)
+        held.clear()
+        yield rows.row(step, basis)
+    for earlier in held:
+        yield rows.row(earlier, "log")
+
+
+class _Rows:
+    """Turns steps into rows under a basis, carrying what later rows repeat."""
+
+    def __init__(self) -> None:
+        self.measured = RequestBreakdown(0, 0, 0)
+        """The newest main call's body figures, which hold until the next call."""
+        self.inferred: int | None = None
+        self.log_before = 0
+        """What the log priced before the current event: the messages a call carried."""
+
+    def row(self, step: _Step, basis: Basis) -> ContextRow:
+        log_before, self.log_before = self.log_before, step.system + step.tools + step.messages
+        common = (step.prompt, step.window, basis, step.lineage)
+        if basis == "request body":
+            if step.own is not None and step.lineage != "side":
+                self.measured = step.own
+            # A side call (a title, a quota probe) is shown as itself and does not move the main chain.
+            shown = step.own or self.measured
+            return ContextRow(
+                step.seq,
+                step.type,
+                shown.system_tokens,
+                shown.tools_tokens,
+                shown.message_tokens,
+                None,
+                *common,
+            )
+        if basis == "log":
+            return ContextRow(step.seq, step.type, step.system, step.tools, step.messages, None, *common)
+        if step.prompt is not None and step.lineage != "side":
+            # The call was sent before its reply joined the surface: it carried the log as it stood before.
+            self.inferred = inferred_envelope(step.prompt, log_before)
+        return ContextRow(step.seq, step.type, None, None, step.messages, self.inferred, *common)
 
 
 def _view_figures(view: Mapping[str, JSON]) -> tuple[int, int, int]:

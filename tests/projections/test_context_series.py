@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from projections.context_series import ContextRow, RequestFigures, context_rows, request_ref
+import pytest
+
+from projections.context_series import ContextRow, RequestFigures, answering_seq, context_rows
 from projections.normalized import EventRecord
 from projections.request_breakdown import RequestBreakdown
 
@@ -20,10 +23,8 @@ def view(system: int = 0, messages: int = 0, **extra: int) -> dict[str, int]:
 
 def test_a_capture_row_takes_system_tools_and_messages_from_its_request_body() -> None:
     requests = {
-        "req_a": RequestFigures(
-            "claude-sonnet-4-20250514", "main", RequestBreakdown(3537, 9811, 1335), 15_036
-        ),
-        "req_b": RequestFigures("claude-3-5-haiku-20241022", "side", RequestBreakdown(0, 0, 10), 8),
+        0: RequestFigures("claude-sonnet-4-20250514", "main", RequestBreakdown(3537, 9811, 1335), 15_036),
+        1: RequestFigures("claude-3-5-haiku-20241022", "side", RequestBreakdown(0, 0, 10), 8),
     }
     steps = [
         (event(0, "cache/request", requestRef="req_a"), view()),
@@ -37,8 +38,8 @@ def test_a_capture_row_takes_system_tools_and_messages_from_its_request_body() -
 
 def test_a_side_call_does_not_replace_the_main_chain_s_figures_on_later_rows() -> None:
     requests = {
-        "a": RequestFigures("claude-sonnet-4-20250514", "main", RequestBreakdown(10, 20, 30), 70),
-        "b": RequestFigures("claude-3-5-haiku-20241022", "side", RequestBreakdown(0, 0, 5), 5),
+        0: RequestFigures("claude-sonnet-4-20250514", "main", RequestBreakdown(10, 20, 30), 70),
+        1: RequestFigures("claude-3-5-haiku-20241022", "side", RequestBreakdown(0, 0, 5), 5),
     }
     steps = [
         (event(0, "cache/request", requestRef="a"), view()),
@@ -55,7 +56,7 @@ def test_a_side_call_does_not_replace_the_main_chain_s_figures_on_later_rows() -
 
 
 def test_a_usage_only_call_infers_system_and_tools_from_the_prompt_before_its_reply() -> None:
-    requests = {"msg_1": RequestFigures("claude-opus-4-6", "main", None, 20_000)}
+    requests = {1: RequestFigures("claude-opus-4-6", "main", None, 20_000)}
     steps = [
         (event(0, "user/message"), view(messages=500)),
         (event(1, "assistant/message", requestId="", messageId="msg_1"), view(messages=800)),
@@ -74,7 +75,7 @@ def test_a_usage_only_call_infers_system_and_tools_from_the_prompt_before_its_re
 
 
 def test_a_log_that_knows_its_system_prompt_is_not_inferred() -> None:
-    requests = {"seq-1": RequestFigures("deepseek-chat", "main", None, 9_000)}
+    requests = {1: RequestFigures("deepseek-chat", "main", None, 9_000)}
     steps = [
         (event(0, "system/message"), view(system=400)),
         (event(1, "assistant/message", turn=1, step=1), view(system=400, messages=300, toolsTokens=250)),
@@ -87,7 +88,7 @@ def test_a_log_that_knows_its_system_prompt_is_not_inferred() -> None:
 
 
 def test_a_window_the_host_states_wins_over_the_table() -> None:
-    requests = {"seq-1": RequestFigures("deepseek-chat", "main", None, 9_000)}
+    requests = {1: RequestFigures("deepseek-chat", "main", None, 9_000)}
     steps = [
         (
             event(0, "request/context", provider="deepseek", model="deepseek-chat", contextWindow=64_000),
@@ -100,8 +101,8 @@ def test_a_window_the_host_states_wins_over_the_table() -> None:
 
 def test_a_large_prompt_anywhere_in_the_session_gives_the_whole_session_the_long_window() -> None:
     requests = {
-        "m1": RequestFigures("claude-sonnet-4-5-20250929", "main", None, 50_000),
-        "m2": RequestFigures("claude-sonnet-4-5-20250929", "main", None, 240_000),
+        0: RequestFigures("claude-sonnet-4-5-20250929", "main", None, 50_000),
+        1: RequestFigures("claude-sonnet-4-5-20250929", "main", None, 240_000),
     }
     steps = [
         (event(0, "assistant/message", messageId="m1"), view(messages=100)),
@@ -110,11 +111,9 @@ def test_a_large_prompt_anywhere_in_the_session_gives_the_whole_session_the_long
     assert [row.context_window for row in context_rows(steps, requests)] == [1_000_000, 1_000_000]
 
 
-def test_request_refs_follow_the_importers_keys() -> None:
-    assert request_ref(event(3, "cache/request", requestRef="req_1")) == "req_1"
-    assert request_ref(event(4, "assistant/message", requestId="req_2", messageId="msg")) == "req_2"
-    assert request_ref(event(5, "assistant/message")) == "seq-5"
-    assert request_ref(event(6, "user/message")) is None
+def test_a_request_answers_the_event_yielded_just_before_it() -> None:
+    assert answering_seq(event(7, "cache/request")) == 7
+    assert answering_seq(None) is None
 
 
 def test_a_row_without_provider_figures_leaves_them_out_of_its_json() -> None:
@@ -127,3 +126,32 @@ def test_a_row_without_provider_figures_leaves_them_out_of_its_json() -> None:
         "messageTokens": 3,
         "basis": "log",
     }
+
+
+def test_rows_before_the_first_call_take_the_basis_that_call_decides() -> None:
+    requests = {2: RequestFigures("claude-sonnet-4-20250514", "main", None, 12_000)}
+    steps = [
+        (event(0, "user/message"), view(messages=100)),
+        (event(1, "user/message"), view(messages=200)),
+        (event(2, "assistant/message"), view(messages=300)),
+    ]
+    rows = list(context_rows(steps, requests))
+    assert [row.basis for row in rows] == ["usage", "usage", "usage"]
+    assert [row.system_tokens for row in rows] == [None, None, None]
+    assert [row.inferred_tokens for row in rows] == [None, None, 12_000 - 200]
+
+
+def test_a_log_without_calls_is_read_as_the_log() -> None:
+    rows = list(context_rows([(event(0, "user/message"), view(messages=100))], {}))
+    assert [(row.basis, row.system_tokens, row.tools_tokens) for row in rows] == [("log", 0, 0)]
+
+
+def test_a_fold_that_stops_still_gives_the_rows_before_it() -> None:
+    def steps() -> Iterator[tuple[EventRecord, dict[str, int]]]:
+        yield event(0, "user/message"), view(messages=100)
+        raise ValueError("the fold stopped at seq 1")
+
+    rows: list[ContextRow] = []
+    with pytest.raises(ValueError, match="seq 1"):
+        rows.extend(context_rows(steps(), {}))
+    assert [row.seq for row in rows] == [0]

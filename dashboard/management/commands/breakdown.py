@@ -20,7 +20,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projections.context_series import ContextRow, RequestFigures, context_rows, request_figures
+from projections.context_series import (
+    ContextRow,
+    RequestFigures,
+    answering_seq,
+    context_rows,
+    request_figures,
+)
 from projections.folds.registry import FoldError, UnknownProjection, fold_views, get_projection
 from projections.formats import read_sessions
 from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
@@ -82,19 +88,23 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {session.fatal}")
         return session
 
-    def _read(self, session: SessionImport) -> tuple[list[EventRecord], dict[str, RequestFigures]]:
-        """The session's events and its calls' figures; bad lines are reported on stderr as they are met.
+    def _read(self, session: SessionImport) -> tuple[list[EventRecord], dict[int, RequestFigures]]:
+        """The session's events and its calls' figures by answering event; bad lines are reported on
+        stderr as they are met.
 
         Only the figures of a call are kept, not its body, so a long capture stays small in memory.
         """
         events: list[EventRecord] = []
-        requests: dict[str, RequestFigures] = {}
+        requests: dict[int, RequestFigures] = {}
         for item in session.items:
             if isinstance(item, EventRecord):
                 events.append(item)
             elif isinstance(item, RequestRecord):
+                seq = answering_seq(events[-1] if events else None)
+                if seq is None:
+                    continue
                 try:
-                    requests[item.key] = request_figures(item)
+                    requests[seq] = request_figures(item)
                 except PriceError as error:
                     self.stderr.write(f"{session.path}:{item.line}: request.body: {error}")
             elif isinstance(item, LineError):
