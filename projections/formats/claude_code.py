@@ -32,6 +32,7 @@ from projections.normalized import (
     SessionItem,
     Usage,
 )
+from projections.prices import PriceError, event_price
 from projections.usage import UsageError, anthropic_usage, usage_to_dsh
 
 FORMAT = "claude-code"
@@ -213,6 +214,8 @@ class _Transcript:
         self.turn = 0
         self.step = 0
         self.surface: list[int] = []
+        self.prices: dict[int, int] = {}
+        """The meter's price of each surface node, so a compaction can state what it replaces."""
         self.tool_names: dict[str, str] = {}
         self.pending: _Call | None = None
         self.held: list[tuple[dict[str, JSON], int]] = []
@@ -242,6 +245,12 @@ class _Transcript:
         )
         if surface_op == "append":
             self.surface.append(self.seq)
+        if surface_op is not None:
+            try:
+                self.prices[self.seq] = event_price(event)
+            except PriceError:
+                # The fold reports an unpriceable message at its own seq; a claim cannot price it either.
+                self.prices[self.seq] = 0
         self.seq += 1
         if time is not None:
             self.session.ended_at = time
@@ -459,7 +468,10 @@ class _Transcript:
             "compactionId": compaction.compaction_id,
             "summary": text,
             "shadowedSeqs": list(shadowed),
-            "shadowedTokenCount": compaction.pre_tokens,
+            # The claim is in the meter's units, like the surface it is taken from: the provider's
+            # count of the compacted context (preTokens) is a different measure and is kept beside it.
+            "shadowedTokenCount": sum(self.prices.pop(seq, 0) for seq in shadowed),
+            "preTokens": compaction.pre_tokens,
             "provider": "anthropic",
             "model": self.model,
         }

@@ -6,6 +6,7 @@ from typing import Any
 
 from projections.formats import read_sessions
 from projections.formats.claude_code import read_claude_code
+from projections.prices import event_price
 from tests.projections.formats.conftest import FIXTURES, drain
 
 PROJECT = FIXTURES / "claude-code" / "proj"
@@ -99,7 +100,8 @@ def test_compact_boundary_becomes_a_metered_checkpoint_replacing_the_surface() -
     ]
     summary, checkpoint = events[start + 1], events[start + 2]
     shadowed = list(range(start))
-    assert summary.data["shadowedTokenCount"] == 5400
+    assert summary.data["preTokens"] == 5400
+    assert summary.data["shadowedTokenCount"] == sum(event_price(e) for e in events[:start])
     assert summary.data["shadowedSeqs"] == shadowed
     assert summary.data["shadowedRange"] == {"start": 0, "end": len(shadowed) - 1}
     assert summary.data["summary"].startswith("This session is being continued")

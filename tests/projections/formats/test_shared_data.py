@@ -9,6 +9,7 @@ import pytest
 
 from projections.formats import read_sessions
 from projections.formats.claude_code import read_claude_code
+from projections.prices import event_price
 from tests.projections.formats.conftest import SHARED_DATA, drain
 
 pytestmark = [
@@ -62,11 +63,13 @@ def test_claude_code_per_call_totals_match_one_call_per_message_and_request_id(p
     assert found == _expected_calls(path)
 
 
-def test_the_compacted_session_meters_its_checkpoint_with_pre_tokens() -> None:
+def test_the_compacted_session_meters_its_checkpoint_in_the_meter_s_units_and_keeps_pre_tokens() -> None:
     path = SHARED_DATA / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
     events, requests, _ = drain(next(read_claude_code(path)))
     (summary,) = [e for e in events if e.type == "compaction/summary"]
-    assert summary.data["shadowedTokenCount"] == 170251
+    shadowed = set(summary.data["shadowedSeqs"])
+    assert summary.data["shadowedTokenCount"] == sum(event_price(e) for e in events if e.seq in shadowed)
+    assert summary.data["preTokens"] == 170251
     assert len(requests) == 139
 
 
