@@ -44,6 +44,7 @@ from projections.normalized import (
     SessionItem,
     Usage,
 )
+from projections.prices import event_price
 from projections.usage import usage_to_dsh
 
 FORMAT = "codex"
@@ -174,7 +175,8 @@ class _Rollout:
         self.turn = 0
         self.step = 0
         self.model = ""
-        self.surface: list[int] = []
+        self.surface: dict[int, int] = {}
+        """Seq and heuristic price of every message on the surface, for a compaction's claim."""
         self.tool_names: dict[str, str] = {}
         self.pending: _Call | None = None
         self.held: list[tuple[dict[str, JSON], int, datetime | None]] = []
@@ -202,7 +204,7 @@ class _Rollout:
             line=line,
         )
         if surface_op == "append":
-            self.surface.append(self.seq)
+            self.surface[self.seq] = event_price(event)
         self.seq += 1
         return event
 
@@ -384,11 +386,13 @@ class _Rollout:
             "compaction/start", time, {"compactionId": compaction_id, "turn": self.turn}, number
         )
         shadowed = tuple(self.surface)
+        # The fold checks the claim against the surface it replaces: the same heuristic price.
+        shadowed_tokens = sum(self.surface.values())
         summary: dict[str, JSON] = {
             "compactionId": compaction_id,
             "summary": "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)),
             "shadowedSeqs": list(shadowed),
-            "shadowedTokenCount": None,
+            "shadowedTokenCount": shadowed_tokens,
             "provider": "openai",
             "model": self.model,
         }
@@ -403,8 +407,11 @@ class _Rollout:
         }
         if shadowed:
             replace: JSON = {"op": "replace", "start": 0, "end": len(shadowed) - 1}
-            yield self._event("user/message", time, checkpoint, number, surface_op=replace, sources=shadowed)
-            self.surface = [self.seq - 1]
+            summed = self._event(
+                "user/message", time, checkpoint, number, surface_op=replace, sources=shadowed
+            )
+            self.surface = {summed.seq: event_price(summed)}
+            yield summed
         else:
             yield self._event("user/message", time, checkpoint, number, surface_op="append")
         yield self._event("compaction/end", time, {"compactionId": compaction_id, "turn": self.turn}, number)

@@ -11,6 +11,7 @@ from projections.cache.transcript import TranscriptCall, predict_transcript
 from projections.formats import detect_format, read_sessions
 from projections.formats.codex import read_codex
 from projections.normalized import EventRecord, LineError, RequestRecord
+from projections.prices import event_price
 from tests.projections.formats.conftest import FIXTURES, drain, jsonl
 
 SESSIONS = FIXTURES / "codex" / "sessions"
@@ -168,6 +169,8 @@ def test_a_compaction_replaces_the_surface_with_its_summary() -> None:
     summary = events[start + 1].data
     assert summary["summary"] == "The parser was split into tokenize() and build(); error handling is next."
     assert summary["shadowedSeqs"] == list(range(start))
+    # The claim is the heuristic price of what it replaces, which the fold checks.
+    assert summary["shadowedTokenCount"] == sum(event_price(e) for e in events[:start] if e.surface_op)
     checkpoint = events[start + 2]
     assert checkpoint.surface_op == {"op": "replace", "start": 0, "end": start - 1}
     assert checkpoint.data["source"] == {"kind": "plugin", "plugin": "compact"}
