@@ -51,6 +51,7 @@ FORMAT = "codex"
 ENVELOPE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 """The ``type`` of an enveloped rollout line (``RolloutItem``); another type is tolerated and skipped."""
 _HEAD_SCAN_LINES = 50
+_CWD_OPEN, _CWD_CLOSE = "<cwd>", "</cwd>"
 
 
 def is_codex_record(value: Mapping[str, JSON]) -> bool:
@@ -96,9 +97,23 @@ def _read_meta(head: _Head, meta: Mapping[str, JSON], line_time: JSON) -> None:
             head.parent_id = str(spawn["parent_thread_id"])
 
 
+def _context_cwd(item: Mapping[str, JSON]) -> str:
+    """The ``<cwd>`` an injected ``<environment_context>`` message names, or ``""``."""
+    for block in message_blocks(item):
+        text = str(block.get("text", "")) if isinstance(block, dict) else ""
+        start, end = text.find(_CWD_OPEN), text.find(_CWD_CLOSE)
+        if text.lstrip().startswith("<environment_context>") and 0 <= start < end:
+            return text[start + len(_CWD_OPEN) : end].strip()
+    return ""
+
+
 def _scan_head(path: Path) -> _Head:
-    """Session facts from the ``session_meta`` line (or the older layout's first record)."""
+    """Session facts from the ``session_meta`` line (or the older layout's first record).
+
+    The older layout records no cwd; its first injected environment context names it.
+    """
     head = _Head()
+    bare = False
     with LogLines(path) as log:
         for count, line in enumerate(log.json_lines()):
             if count >= _HEAD_SCAN_LINES:
@@ -112,6 +127,10 @@ def _scan_head(path: Path) -> _Head:
                 break
             if "type" not in value and "id" in value and "instructions" in value:
                 _read_meta(head, value, None)
+                bare = True
+            elif bare and value.get("type") == "message" and not head.cwd:
+                head.cwd = _context_cwd(value)
+            if bare and head.cwd:
                 break
     return head
 

@@ -200,6 +200,7 @@ def test_the_older_bare_layout_reads_messages_and_calls_without_usage() -> None:
     session, events, requests, errors = _read(BARE)
     assert errors == []
     assert (session.external_id, session.format_version) == ("01989abc-0000-7000-8000-00000000000d", "")
+    assert session.cwd == "/home/dev/old", "the older layout names its cwd in the environment context only"
     assert session.started_at == datetime(2025, 8, 20, 9, 0, tzinfo=UTC)
     assert [e.type for e in events] == [
         "user/message",
