@@ -39,7 +39,7 @@ class RequestResult:
     wire_allows: int | None
     credited: int | None
     rewritten: int
-    has_body: bool = True
+    has_body: bool
     """Whether the request was logged with its body (the remedy of a miss depends on it)."""
 
 

@@ -55,6 +55,25 @@ def analyse_records(
     its own request, as ``{"kind", "message"}``.
     """
     out = RecordsAnalysis(findings=list(earlier))
+    credits, render_records = _client_records(records, events, out)
+    ordered = sorted(records, key=_start_order)
+    if any(r.body is not None for r in records):
+        results, rendered = _analyse_bodies(ordered, credits, out.findings, renderings or {})
+        _check_render_records(render_records, rendered, out.findings)
+    else:
+        results = analyse_transcript(ordered, credits, events, out.findings)
+    out.results = sorted(results, key=lambda r: int(r.data["ordinal"]))
+    _attach_warnings(out)
+    return out
+
+
+def _client_records(
+    records: Sequence[RequestRecord], events: Sequence[EventRecord], out: RecordsAnalysis
+) -> tuple[dict[str, CreditRecord], list[tuple[EventRecord, RequestRecord]]]:
+    """The client's credits by request key and its render records with their requests.
+
+    Host log lines become findings; records naming no request are counted on ``out``.
+    """
     by_key = {r.key: r for r in records}
     by_ordinal = {r.ordinal: r for r in records}
     credits: dict[str, CreditRecord] = {}
@@ -80,15 +99,7 @@ def analyse_records(
                 out.findings.append(_unreadable(event, error, request))
         else:
             render_records.append((event, request))
-    ordered = sorted(records, key=_start_order)
-    if any(r.body is not None for r in records):
-        results, rendered = _analyse_bodies(ordered, credits, out.findings, renderings or {})
-        _check_render_records(render_records, rendered, out.findings)
-    else:
-        results = analyse_transcript(ordered, credits, events, out.findings)
-    out.results = sorted(results, key=lambda r: int(r.data["ordinal"]))
-    _attach_warnings(out)
-    return out
+    return credits, render_records
 
 
 def _match(
@@ -184,9 +195,8 @@ def _analyse_bodies(
     rendered: dict[str, RenderedRequest] = {}
     for original, record, analysis in zip(ordered, usable, analyses, strict=True):
         findings.extend(finding_of(w) for w in analysis.warnings)
-        result = _body_result(record, analysis, previous.get(record.lineage), written)
-        result.has_body = original.body is not None
-        results.append(result)
+        prev = previous.get(record.lineage)
+        results.append(_body_result(record, analysis, prev, written, has_body=original.body is not None))
         if analysis.rendered is not None:
             rendered[record.key] = analysis.rendered
             previous[record.lineage] = analysis
@@ -197,7 +207,12 @@ def _analyse_bodies(
 
 
 def _body_result(
-    record: RequestRecord, analysis: RequestAnalysis, prev: RequestAnalysis | None, written: set[str]
+    record: RequestRecord,
+    analysis: RequestAnalysis,
+    prev: RequestAnalysis | None,
+    written: set[str],
+    *,
+    has_body: bool,
 ) -> RequestResult:
     data = analysis.to_json()
     markers = data["markers"]
@@ -264,4 +279,5 @@ def _body_result(
         wire_allows=figures["wire_allows"],
         credited=figures["credited"],
         rewritten=rewritten,
+        has_body=has_body,
     )

@@ -182,5 +182,14 @@ def _result(
         "rewritten": rewritten,
     }
     return RequestResult(
-        record.key, data, label, material, read, None, None, credited, rewritten, record.body is not None
+        key=record.key,
+        data=data,
+        label=label,
+        material=material,
+        predicted_read=read,
+        predicted_write=None,
+        wire_allows=None,
+        credited=credited,
+        rewritten=rewritten,
+        has_body=record.body is not None,
     )
