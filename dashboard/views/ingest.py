@@ -12,7 +12,7 @@ from dashboard.models import IngestJob
 from dashboard.roles import OPERATOR, has_role
 from dashboard.services.uploads import UploadRejected, upload_create_job
 from dashboard.tasks import ingest_job_task
-from dashboard.views.sessions import _is_htmx
+from dashboard.views.htmx import HtmxHttpRequest
 from projections.formats import FORMAT_NAMES
 
 
@@ -74,9 +74,9 @@ def ingest_page(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def ingest_job(request: HttpRequest, job_id: int) -> HttpResponse:
+def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(IngestJob, pk=job_id)
-    if _is_htmx(request):
+    if request.htmx:
         status = HttpResponseStopPolling.status_code if job.is_finished else 200
         return render(request, "dashboard/ingest_job.html#job-progress", {"job": job}, status=status)
     errors = Paginator(job.errors.all(), 200).get_page(request.GET.get("page"))

@@ -8,20 +8,20 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Block, Request
 from dashboard.views.analysis import request_analysis_context
-from dashboard.views.sessions import _is_htmx
+from dashboard.views.htmx import HtmxHttpRequest
 
 REQUESTS_PER_PAGE = 100
 
 
 @require_GET
 @vary_on_headers("HX-Request")
-def request_list(request: HttpRequest) -> HttpResponse:
+def request_list(request: HtmxHttpRequest) -> HttpResponse:
     requests = Request.objects.select_related("session", "session__source").order_by("-started_at", "-id")
     model = request.GET.get("model", "")
     if model:
         requests = requests.filter(model=model)
     page = Paginator(requests, REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
-    template = "dashboard/request_list.html" + ("#request-table" if _is_htmx(request) else "")
+    template = "dashboard/request_list.html" + ("#request-table" if request.htmx else "")
     return render(request, template, {"page": page, "model": model})
 
 

@@ -1,18 +1,18 @@
 from __future__ import annotations
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Session, Source, Warning
-from dashboard.views.sessions import _is_htmx
+from dashboard.views.htmx import HtmxHttpRequest
 
 
 @require_GET
 @vary_on_headers("HX-Request")
-def warning_list(request: HttpRequest) -> HttpResponse:
+def warning_list(request: HtmxHttpRequest) -> HttpResponse:
     warnings = Warning.objects.select_related("session", "session__source", "request")
     kind = request.GET.get("kind", "")
     if kind:
@@ -33,7 +33,7 @@ def warning_list(request: HttpRequest) -> HttpResponse:
         "sources": Source.objects.order_by("name").values_list("name", flat=True),
         "session_filter": session,
     }
-    template = "dashboard/warning_list.html" + ("#warning-table" if _is_htmx(request) else "")
+    template = "dashboard/warning_list.html" + ("#warning-table" if request.htmx else "")
     return render(request, template, context)
 
 
