@@ -16,7 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
-from dashboard.services.collector import collector_paused
+from dashboard.services.gc_pause import gc_paused
 from projections.cache.rebuild import StoredRequest, StoredRequestError, rebuild_request
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache.results import CLIENT_RECORD_PLACE, Finding, RecordsAnalysis
@@ -145,7 +145,7 @@ def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
     re-queued by a newer ingest while this one ran still stores what it read (see :func:`_store`)
     and is left queued for the next task.
     """
-    with collector_paused():
+    with gc_paused():
         return _session_analyse(session_id, owner)
 
 

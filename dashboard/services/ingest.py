@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
 from dashboard.services.blocks import BlockStore
-from dashboard.services.collector import collector_paused
+from dashboard.services.gc_pause import gc_paused
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups
 from dashboard.services.projcache import projcache_ingest
@@ -167,7 +167,7 @@ def ingest_session(
             return None
     errors_before = len(summary.errors)
     try:
-        with collector_paused(), transaction.atomic():
+        with gc_paused(), transaction.atomic():
             session = _write_session(imported, source, summary, blocks)
     except FormatError as error:
         # The log could not be read to its end: nothing of this session is kept, not half of it.

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Run the block with the cyclic garbage collector off, and turn it back on after."""
     if not gc.isenabled():
         yield  # paused by an outer block (or by the process): that one turns it back on

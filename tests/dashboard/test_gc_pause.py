@@ -4,22 +4,22 @@ import gc
 
 import pytest
 
-from dashboard.services.collector import collector_paused
+from dashboard.services.gc_pause import gc_paused
 
 
 def test_the_collector_is_off_inside_and_back_on_after_even_on_an_error() -> None:
     assert gc.isenabled()
-    with collector_paused():
+    with gc_paused():
         assert not gc.isenabled()
     assert gc.isenabled()
-    with pytest.raises(RuntimeError), collector_paused():
+    with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError("the ingest failed")
     assert gc.isenabled()
 
 
 def test_an_inner_pause_leaves_the_collector_to_the_outer_one() -> None:
-    with collector_paused():
-        with collector_paused():
+    with gc_paused():
+        with gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
