@@ -261,8 +261,14 @@ class _Rollout:
             self.model = str(payload["model"])
 
     def finish(self) -> Iterator[SessionItem]:
-        """The items still held at the end of the rollout."""
-        yield from self._flush(None, None)
+        """The items still held at the end of the rollout.
+
+        In a log that counts tokens, a call still open at the end is most likely being written: it
+        is left out, so that reading the grown file later stores it once, with its usage. A call cut
+        short by the user ended at its ``turn_aborted`` already.
+        """
+        if self.tokens.previous_total is None:
+            yield from self._flush(None, None)
 
     def _response_item(
         self, item: dict[str, JSON], number: int, time: datetime | None
@@ -328,6 +334,8 @@ class _Rollout:
             if usage is not None:
                 self.just_compacted = False
                 yield from self._flush(usage, (number, time))
+        elif kind == "turn_aborted":
+            yield from self._flush(None, None)  # an interrupted call: no token count will follow
         elif kind == "context_compacted":
             if not self.just_compacted:
                 # A compaction the rollout records without its summary: the boundary alone is known.

@@ -87,6 +87,22 @@ def test_ingesting_the_tree_again_adds_nothing(codex_home: Path) -> None:
     assert Request.objects.count() == first.requests_added
 
 
+def test_a_rollout_ingested_while_it_grows_stores_each_call_once_with_its_usage(codex_home: Path) -> None:
+    rollout = next(codex_home.rglob(f"*{NEWER}.jsonl"))
+    lines = rollout.read_text().splitlines(keepends=True)
+    rollout.write_text("".join(lines[:17]))  # the last call's tool call and output, no count yet
+    ingest_paths(paths=[rollout], source_name="laptop")
+    assert Request.objects.filter(session__external_id=NEWER).count() == 2
+    rollout.write_text("".join(lines))
+    grown = ingest_paths(paths=[rollout], source_name="laptop")
+    assert (grown.sessions_updated, grown.requests_added) == (1, 2)
+    session = Session.objects.get(external_id=NEWER)
+    total = final_totals(codex_home)[NEWER]
+    assert session.cache_read_tokens == total["cached_input_tokens"]
+    assert session.output_tokens == total["output_tokens"]
+    assert session.request_count == 4
+
+
 def test_the_ingest_command_reads_codex_by_detection_or_when_forced(codex_home: Path) -> None:
     rollout = next(codex_home.rglob(f"*{OLDER}.jsonl"))
     out = run("ingest", str(rollout), "--format", "codex")

@@ -320,3 +320,15 @@ def test_the_transcript_predictor_reads_codex_calls_exactly(path: Path) -> None:
     predictions = predict_transcript(calls)
     assert [p.rule for p in predictions] == ["first-call"] + ["carried"] * (len(calls) - 1)
     assert all(p.exact(c.usage.cache_read) for c, p in zip(calls[1:], predictions[1:], strict=True))
+
+
+def test_a_call_still_open_at_the_end_waits_for_its_token_count(write: Any) -> None:
+    lines = [json.loads(line) for line in NEWER.read_text().splitlines()]
+    cut = write("rollout-live.jsonl", jsonl(lines[:17]))  # the last call's tool call and output, no count
+    _, events, requests, _ = _read(cut)
+    assert [r.key for r in requests] == ["line-7", "line-12"]
+    assert events[-1].type == "user/message"
+    aborted = {"timestamp": "2026-09-03T14:31:06Z", "type": "event_msg", "payload": {"type": "turn_aborted"}}
+    _, events, requests, _ = _read(write("rollout-aborted.jsonl", jsonl([*lines[:17], aborted])))
+    assert [(r.key, r.usage) for r in requests[2:]] == [("line-16", None)]
+    assert [e.type for e in events[-2:]] == ["assistant/message", "tool/result"]
