@@ -184,18 +184,29 @@ def fleet_hit_rate_chart(days: Sequence[tuple[date, float | None, int]]) -> Figu
 # --- context breakdown over a session ----------------------------------------------------------------
 
 SYSTEM_COLOUR = "#2456a6"
+TOOLS_COLOUR = "#6b4fa1"
 MESSAGES_COLOUR = "#2f8f5b"
-PRESSURE_COLOUR = "#c2413b"
+INFERRED_COLOUR = "#9aa5b1"
+PROVIDER_COLOUR = "#c2413b"
 WINDOW_COLOUR = "#17212e"
+COMPACT_COLOUR = "#d08a1e"
 MARKER_SYMBOLS = {"compaction": "triangle-down", "prune": "x"}
+INFERRED_NAME = "system + tools (inferred)"
+FAR_ABOVE = 1.5
+"""A limit more than this many times the largest figure is named above the chart, not drawn: a
+200k-token context drawn on a 1M axis would be a flat line at the bottom."""
+HEADROOM = 1.12
 
 
 def session_breakdown_chart(series: BreakdownSeries) -> Figure:
-    """System prompt and messages stacked over the session, the provider's pressure and the context
-    window as lines, and a marker at every compaction and prune.
+    """System prompt, tools and messages stacked over the session (or, where the log cannot tell
+    system from tools, one inferred band), the provider-reported prompt as a line, the context window
+    and the host's auto-compact point as limits, and a marker at every compaction and prune.
 
-    The x axis starts as event seq; a menu switches every trace to event time. Points are steps
-    (``hv``): a figure holds until the next point, because only changes are kept.
+    The y axis fits the data. A limit far above it (:data:`FAR_ABOVE`) is named in an annotation at
+    the top instead of being drawn, so the context stays readable. The x axis starts as event seq; a
+    menu switches every trace to event time. Points are steps (``hv``): a figure holds until the next
+    point, because only changes are kept.
     """
     points = series.points
     seqs = [point.seq for point in points]
@@ -213,23 +224,51 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
             **extra,
         }
 
-    traces: list[dict[str, Any]] = [
-        line("system", [p.system for p in points], SYSTEM_COLOUR, stackgroup="breakdown"),
-        line("messages", [p.messages for p in points], MESSAGES_COLOUR, stackgroup="breakdown"),
-        line("provider-reported", [p.pressure for p in points], PRESSURE_COLOUR, line={"dash": "dash"}),
-        line("context window", [p.window for p in points], WINDOW_COLOUR, line={"dash": "dot"}),
+    traces: list[dict[str, Any]] = []
+    if any(p.system is not None for p in points):
+        traces.append(line("system", [p.system for p in points], SYSTEM_COLOUR, stackgroup="context"))
+        traces.append(line("tools", [p.tools for p in points], TOOLS_COLOUR, stackgroup="context"))
+    traces.append(line("messages", [p.messages for p in points], MESSAGES_COLOUR, stackgroup="context"))
+    if any(p.inferred is not None for p in points):
+        traces.append(
+            line(INFERRED_NAME, [p.inferred for p in points], INFERRED_COLOUR, stackgroup="context")
+        )
+    provider = [p.provider for p in points]
+    if any(value is not None for value in provider):
+        traces.append(
+            line(
+                "provider-reported prompt",
+                provider,
+                PROVIDER_COLOUR,
+                mode="lines+markers",
+                marker={"size": 4},
+                connectgaps=True,
+                line={"dash": "dash", "shape": "linear"},
+            )
+        )
+    top = max([p.used for p in points] + [v for v in provider if v is not None] + [1])
+    window = series.now.window if series.now is not None else None
+    limits = [
+        (name, value, colour)
+        for name, value, colour in (
+            ("context window", window, WINDOW_COLOUR),
+            ("auto-compact", series.auto_compact, COMPACT_COLOUR),
+        )
+        if value
     ]
-    x_by_time = [times, times, times, times]
+    drawn = [(name, value, colour) for name, value, colour in limits if value <= top * FAR_ABOVE]
+    for name, value, colour in drawn:
+        traces.append(line(name, [value] * len(points), colour, line={"dash": "dot"}))
+    x_by_time: list[list[str | None]] = [times for _ in traces]
     markers = series.markers
     if markers:
-        heights = _heights_at([m.seq for m in markers], points)
         traces.append(
             {
                 "type": "scatter",
                 "mode": "markers",
                 "name": "compactions and prunes",
                 "x": [m.seq for m in markers],
-                "y": heights,
+                "y": _heights_at([m.seq for m in markers], points),
                 "text": [_marker_text(m) for m in markers],
                 "marker": {
                     "symbol": [MARKER_SYMBOLS.get(m.kind, "circle") for m in markers],
@@ -244,6 +283,27 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
     layout = _layout("Context breakdown", y="tokens", x="event seq")
     layout.pop("barmode")
     layout["hovermode"] = "closest"
+    ceiling = max([top] + [value for _, value, _ in drawn]) * HEADROOM
+    layout["yaxis"] = {"title": {"text": "tokens"}, "range": [0, ceiling], "rangemode": "tozero"}
+    far = [(name, value) for name, value, _ in limits if value > top * FAR_ABOVE]
+    if far:
+        used = series.now.used if series.now is not None else 0
+        text = " · ".join(f"{name} {value:,} tokens" for name, value in far)
+        if window and ("context window", window) in far:
+            text += f" — {used / window:.0%} used; far above this scale"
+        layout["annotations"] = [
+            {
+                "text": "↑ " + text,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": 1.02,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 12, "color": WINDOW_COLOUR},
+            }
+        ]
     layout["updatemenus"] = [
         {
             "type": "buttons",
@@ -279,7 +339,7 @@ def _heights_at(seqs: list[int], points: Sequence[BreakdownPoint]) -> list[int]:
     total = 0
     for seq in seqs:
         while index < len(points) and points[index].seq <= seq:
-            total = points[index].system + points[index].messages
+            total = points[index].used
             index += 1
         heights.append(total)
     return heights

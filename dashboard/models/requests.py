@@ -30,6 +30,17 @@ class Request(models.Model):
     has_body = models.BooleanField(default=False)
     render_warnings = models.JSONField(default=list, blank=True, help_text="What rendering found amiss.")
 
+    # The context the request carried, priced from its body at ingest with the meter's heuristic
+    # (projections.request_breakdown); null when the source logged no body. event_seq is the event
+    # that answers the call, so the session page puts these figures at the right place in the log.
+    event_seq = models.PositiveIntegerField(null=True, blank=True)
+    system_tokens = models.PositiveIntegerField(null=True, blank=True)
+    tools_tokens = models.PositiveIntegerField(null=True, blank=True)
+    message_tokens = models.PositiveIntegerField(null=True, blank=True)
+    context_window = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The model's window as this call showed it (the 1M beta header)."
+    )
+
     # Usage in exclusive buckets; null means "not reported", which is not 0.
     uncached_input_tokens = models.BigIntegerField(null=True, blank=True)
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)

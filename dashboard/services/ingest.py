@@ -19,14 +19,16 @@ from django.utils import timezone
 
 from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
 from dashboard.services.blocks import BlockStore
-from dashboard.services.gc_pause import gc_paused
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups
+from dashboard.services.gc_pause import gc_paused
 from dashboard.services.projcache import projcache_ingest
 from dashboard.services.summaries import session_refresh_summary
 from projections.cache.rendering import RenderError
+from projections.context_series import answering_seq, request_figures
 from projections.formats import read_sessions
 from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
+from projections.prices import PriceError
 
 BATCH_SIZE = 2000
 PROJCACHE_NAME = "session_projcache.json"
@@ -213,8 +215,10 @@ def _write_session(
     requests: list[Request] = []
     added_requests = 0
 
+    previous: EventRecord | None = None
     for item in imported.items:
         if isinstance(item, EventRecord):
+            previous = item
             if last_seq is not None and item.seq <= last_seq:
                 repeats.add(item)
             else:
@@ -224,7 +228,9 @@ def _write_session(
                 summary.duplicates += 1
                 continue
             stored_keys.add(item.key)
-            requests.append(_request_row(session, item, next_ordinal, blocks, imported.path, summary))
+            row = _request_row(session, item, next_ordinal, blocks, imported.path, summary)
+            row.event_seq = answering_seq(previous)
+            requests.append(row)
             next_ordinal += 1
             if len(requests) >= BATCH_SIZE // 10:
                 blocks.flush()
@@ -343,6 +349,16 @@ def _request_row(
         row.output_tokens = usage.output
         row.usage_convention = usage.convention
         row.usage_raw = dict(usage.raw)
+    try:
+        figures = request_figures(record)
+    except PriceError as error:
+        summary.errors.append(LineError(path, record.line, "request.body", str(error)))
+    else:
+        row.context_window = figures.context_window
+        if figures.breakdown is not None:
+            row.system_tokens = figures.breakdown.system_tokens
+            row.tools_tokens = figures.breakdown.tools_tokens
+            row.message_tokens = figures.breakdown.message_tokens
     if record.body is not None:
         try:
             rendered = blocks.render(record)

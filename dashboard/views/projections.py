@@ -1,5 +1,4 @@
-"""The projections page (keys, rows, re-fold runs), a run's report with its live progress, and the
-session page's breakdown section."""
+"""The projections page (keys, rows, re-fold runs) and a run's report with its live progress."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from dashboard.charts import session_breakdown_chart
-from dashboard.models import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow, Session
+from dashboard.models import FoldRun, FoldRunResult, ProjectionRow
 from dashboard.roles import OPERATOR, has_role
-from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_resume
 from dashboard.services.refold_report import fold_run_report
 from dashboard.tasks import refold_run_task
@@ -183,29 +180,3 @@ def fold_run_progress_hx(request: HttpRequest, run_id: int) -> HttpResponse:
     if run.is_finished:
         return HttpResponseStopPolling(response.content)
     return response
-
-
-def session_breakdown_context(session: Session) -> dict[str, Any]:
-    """The session page's breakdown: the series from folding the log, its chart, the "now" panel,
-    the stored rows and the host's projection-cache checks."""
-    series = session_breakdown_series_cached(session=session)
-    now = series.now
-    used = None if now is None else now.system + now.messages
-    window = None if now is None else now.window
-    return {
-        "breakdown": series,
-        "breakdown_figure": session_breakdown_chart(series) if series.points else None,
-        "breakdown_now": None
-        if now is None
-        else {
-            "system": now.system,
-            "messages": now.messages,
-            "used": used,
-            "window": window,
-            "free": None if window is None or used is None else max(0, window - used),
-            "fill": None if not window or used is None else used / window,
-            "pressure": now.pressure,
-        },
-        "projection_rows": ProjectionRow.objects.filter(session=session).order_by("key", "ver"),
-        "projcache_checks": ProjcacheCheck.objects.filter(session=session).order_by("key", "ver"),
-    }

@@ -10,12 +10,13 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
+from dashboard.charts import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
-from dashboard.models import Event, Request, Session, Source
+from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Request, Session, Source
 from dashboard.models.sessions import EVENTS_PER_PAGE
+from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 from dashboard.views.analysis import session_analysis_context
-from dashboard.views.projections import session_breakdown_context
 
 REQUESTS_PER_PAGE = 100
 KNOWN_MODELS_SECONDS = 60
@@ -97,3 +98,32 @@ def session_events_hx(request: HttpRequest, session_id: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)
     context = {"session": session, **events_page(session, request.GET)}
     return render(request, "dashboard/session_detail.html#event-timeline", context)
+
+
+def session_breakdown_context(session: Session) -> dict[str, Any]:
+    """The session page's breakdown: the series, its chart, the "now" panel, the stored rows and the
+    host's projection-cache checks."""
+    series = session_breakdown_series_cached(session=session)
+    now = series.now
+    panel = None
+    if now is not None and series.can_tell:
+        window = now.window
+        panel = {
+            "system": now.system,
+            "tools": now.tools,
+            "messages": now.messages,
+            "inferred": now.inferred,
+            "used": now.used,
+            "window": window,
+            "free": None if window is None else max(0, window - now.used),
+            "fill": None if not window else now.used / window,
+            "auto_compact": series.auto_compact,
+            "provider": series.last_provider,
+        }
+    return {
+        "breakdown": series,
+        "breakdown_figure": session_breakdown_chart(series) if panel is not None else None,
+        "breakdown_now": panel,
+        "projection_rows": ProjectionRow.objects.filter(session=session).order_by("key", "ver"),
+        "projcache_checks": ProjcacheCheck.objects.filter(session=session).order_by("key", "ver"),
+    }

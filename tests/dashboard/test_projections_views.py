@@ -135,7 +135,7 @@ def test_the_session_page_draws_the_breakdown_and_the_now_panel(viewer_client: C
     assert 'data-chart="breakdown-figure"' in text
     assert "js/charts.js" in text
     figure = json.loads(text.split('id="breakdown-figure" type="application/json">')[1].split("</script>")[0])
-    assert [trace["name"] for trace in figure["data"]][:2] == ["system", "messages"]
+    assert [trace["name"] for trace in figure["data"]][:3] == ["system", "tools", "messages"]
     assert "Free space" in text
 
 

@@ -1,0 +1,131 @@
+"""The session page's context breakdown for every kind of log: stored figures, the series and the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from dashboard.demo import write_demo_dataset
+from dashboard.models import Event, Request, Session
+from dashboard.services.breakdown_series import session_breakdown_series
+from dashboard.services.ingest import ingest_paths
+from projections.model_windows import CLAUDE_CODE_AUTO_COMPACT
+from projections.normalized import EventRecord
+from tests.dashboard.test_folds import T0, stored_session
+
+
+@pytest.fixture
+def demo_sessions(db: None, tmp_path: Path) -> dict[str, Session]:
+    """One ingested claude-trace session and one Claude Code main session from the demo dataset."""
+    manifest = write_demo_dataset(tmp_path)
+    picked: dict[str, Session] = {}
+    for log_format in ("claude-trace", "claude-code"):
+        entry = next(e for e in manifest.files if e.format == log_format and "subagents" not in e.path)
+        ingest_paths(paths=[tmp_path / entry.path], source_name="demo")
+        picked[log_format] = Session.objects.filter(format=log_format).order_by("-id").first()
+    return picked
+
+
+def test_ingest_prices_each_captured_request_at_the_event_that_answers_it(
+    demo_sessions: dict[str, Session],
+) -> None:
+    session = demo_sessions["claude-trace"]
+    requests = list(Request.objects.filter(session=session).order_by("ordinal"))
+    assert requests
+    answering = dict(Event.objects.filter(session=session).values_list("seq", "type"))
+    for request in requests:
+        assert answering[request.event_seq] == "cache/request"
+        assert request.message_tokens is not None
+        assert request.context_window == 200_000
+    main = [r for r in requests if r.lineage == "main"]
+    assert main
+    assert all(r.system_tokens and r.tools_tokens for r in main)
+
+
+def test_ingest_leaves_a_transcript_s_request_unpriced_but_tied_to_its_reply(
+    demo_sessions: dict[str, Session],
+) -> None:
+    session = demo_sessions["claude-code"]
+    requests = list(Request.objects.filter(session=session))
+    assert requests
+    answering = dict(Event.objects.filter(session=session).values_list("seq", "type"))
+    for request in requests:
+        assert (request.system_tokens, request.tools_tokens, request.message_tokens) == (None, None, None)
+        assert answering[request.event_seq] in ("assistant/message", "compaction/summary")
+
+
+def test_a_capture_series_shows_its_requests_system_tools_window_and_auto_compact(
+    demo_sessions: dict[str, Session],
+) -> None:
+    series = session_breakdown_series(session=demo_sessions["claude-trace"])
+    now = series.now
+    assert now is not None
+    assert series.basis == "request body"
+    assert now.system
+    assert now.tools
+    assert now.messages
+    assert now.inferred is None
+    assert now.window == 200_000
+    assert series.auto_compact == CLAUDE_CODE_AUTO_COMPACT.threshold(200_000)
+    assert series.last_provider is not None
+
+
+def test_a_transcript_series_infers_system_and_tools_from_the_provider_prompt(
+    demo_sessions: dict[str, Session],
+) -> None:
+    series = session_breakdown_series(session=demo_sessions["claude-code"])
+    now = series.now
+    assert now is not None
+    assert series.basis == "usage"
+    assert (now.system, now.tools) == (None, None)
+    assert now.inferred is not None
+    assert now.inferred > 0
+    calls = [p for p in series.points if p.provider is not None]
+    assert calls
+    # At each call the stack is the provider's prompt: the band is exactly what the messages leave.
+    assert all(p.used >= p.provider for p in calls)
+
+
+@pytest.mark.parametrize("log_format", ["claude-trace", "claude-code"])
+def test_the_session_page_shows_tools_window_and_free_space(
+    viewer_client: Client, demo_sessions: dict[str, Session], log_format: str
+) -> None:
+    session = demo_sessions[log_format]
+    series = session_breakdown_series(session=session)
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    panel = page[
+        page.index('aria-label="Context now"') : page.index("</dl>", page.index('aria-label="Context now"'))
+    ]
+    assert "Context window" in panel
+    assert "Free space" in panel
+    assert "Auto-compact at" in panel
+    assert series.now is not None
+    free = series.now.window - series.now.used
+    assert f'title="{free}"' in panel
+    figure = json.loads(page.split('id="breakdown-figure" type="application/json">')[1].split("</script>")[0])
+    names = [trace["name"] for trace in figure["data"]]
+    assert "messages" in names
+    if log_format == "claude-trace":
+        assert "<dt>Tools</dt>" in panel
+        assert names[:2] == ["system", "tools"]
+        assert "System prompt</dt>" in panel
+    else:
+        assert "System + tools" in panel
+        assert "system + tools (inferred)" in names
+        assert "System prompt</dt>" not in panel
+    assert "provider-reported prompt" in names
+
+
+def test_a_log_that_tells_nothing_about_its_context_says_why(viewer_client: Client, db: None) -> None:
+    events = [
+        EventRecord(seq=0, type="turn/start", time=T0, data={"turn": 1}),
+        EventRecord(seq=1, type="turn/end", time=T0, data={"turn": 1}),
+    ]
+    session = stored_session(events, external_id="bookkeeping", event_count=2)
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert 'id="breakdown-empty"' in page
+    assert "cannot be broken down" in page
+    assert 'aria-label="Context now"' not in page
