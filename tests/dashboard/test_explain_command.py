@@ -77,3 +77,15 @@ def test_explain_on_the_claude_trace_sample_predicts_every_read(shared_data: Pat
         assert figures["predicted_read"] == figures["reported_read"]
         assert figures["predicted_write"] == figures["reported_write"]
         assert row["label"] is None
+
+
+def test_explain_prints_each_requests_verdict_under_its_row(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", conversation())
+    edited = explain_json(path)[2]
+
+    assert edited["remedy"].startswith("A message already sent was edited in place")
+    assert edited["detail"] == "first change at messages position 2"
+    assert (edited["material"], edited["warnings"]) == (False, [])  # a few dozen tokens re-processed
+    table = explain(str(path))
+    assert f"verdict: {edited['label']} — {edited['detail']}" in table
+    assert f"remedy: {edited['remedy']}" in table
