@@ -52,6 +52,8 @@ ENVELOPE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "ev
 """The ``type`` of an enveloped rollout line (``RolloutItem``); another type is tolerated and skipped."""
 _HEAD_SCAN_LINES = 50
 _CWD_OPEN, _CWD_CLOSE = "<cwd>", "</cwd>"
+INHERITED_BURST_GAP = 1.0
+"""Seconds of silence that end the parent history a fork copies in (written in one burst)."""
 
 
 def is_codex_record(value: Mapping[str, JSON]) -> bool:
@@ -95,6 +97,8 @@ def _read_meta(head: _Head, meta: Mapping[str, JSON], line_time: JSON) -> None:
         spawn = source["subagent"].get("thread_spawn") if isinstance(source["subagent"], dict) else None
         if isinstance(spawn, dict) and spawn.get("parent_thread_id"):
             head.parent_id = str(spawn["parent_thread_id"])
+    if head.parent_id is None and meta.get("forked_from_id"):
+        head.parent_id = str(meta["forked_from_id"])
 
 
 def _context_cwd(item: Mapping[str, JSON]) -> str:
@@ -202,6 +206,9 @@ class _Rollout:
         self.tokens = TokenCounter()
         self.just_compacted = False
         """A ``compacted`` line was the last thing read, so a ``context_compacted`` event repeats it."""
+        self.inherited = False
+        """Reading the parent's history that a fork or a spawned agent copies in after its own meta."""
+        self.last_time: datetime | None = None
 
     def _event(
         self,
@@ -249,6 +256,10 @@ class _Rollout:
                 yield LineError(self.path, number, "timestamp", str(error))
             else:
                 self.session.ended_at = time  # a token count after the last message still ends later
+                yield from self._end_of_inherited(time)
+        if kind == "session_meta" and str(payload.get("id") or "") not in ("", self.session.external_id):
+            # A copied ancestor's meta: its calls follow, counted already in the ancestor's own rollout.
+            self.inherited = True
         if kind == "response_item":
             yield from self._response_item(payload, number, time)
         elif kind == "event_msg":
@@ -348,10 +359,28 @@ class _Rollout:
             self.just_compacted = False
         # user_message, agent_message and agent_reasoning repeat response items for the UI.
 
+    def _end_of_inherited(self, time: datetime) -> Iterator[SessionItem]:
+        """Close the copied history at the first pause in it.
+
+        The CLI writes a fork's copied history in one burst, every line stamped within milliseconds of
+        the fork; the child's own first turn comes at least a second later.
+        """
+        last, self.last_time = self.last_time, time
+        if self.inherited and last is not None and (time - last).total_seconds() >= INHERITED_BURST_GAP:
+            yield from self._flush(None, None)
+            self.inherited = False
+
     def _flush(
         self, usage: Usage | None, counted_at: tuple[int, datetime | None] | None
     ) -> Iterator[SessionItem]:
-        """End the pending call; with ``usage``, a token count that found no pending output is a call too."""
+        """End the pending call; with ``usage``, a token count that found no pending output is a call too.
+
+        A call of copied history stays on the surface (the child sends it again) but is no request of
+        this session.
+        """
+        if self.inherited:
+            usage = None
+            counted_at = None
         call = self.pending
         if call is None and usage is None:
             yield from self._release_held()
@@ -376,6 +405,9 @@ class _Rollout:
             if usage is not None:
                 data["usage"] = {"cacheWrite1hTokens": 0, **usage_to_dsh(usage)}
             yield self._event("assistant/message", call.time, data, call.first_line, surface_op="append")
+        if self.inherited:
+            yield from self._release_held()
+            return
         yield RequestRecord(
             key=f"line-{call.first_line}",
             ordinal=self.ordinal,

@@ -332,3 +332,45 @@ def test_a_call_still_open_at_the_end_waits_for_its_token_count(write: Any) -> N
     _, events, requests, _ = _read(write("rollout-aborted.jsonl", jsonl([*lines[:17], aborted])))
     assert [(r.key, r.usage) for r in requests[2:]] == [("line-16", None)]
     assert [e.type for e in events[-2:]] == ["assistant/message", "tool/result"]
+
+
+def _restamped(lines: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
+    """Lines copied into a fork: the CLI stamps them all with the moment of the fork."""
+    return [{**line, "timestamp": at} for line in lines]
+
+
+def _line(at: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": f"2025-10-15T08:00:{at}Z", "type": kind, "payload": payload}
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    part = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+
+def test_a_fork_keeps_the_copied_history_as_context_but_not_as_its_calls(write: Any) -> None:
+    parent_id = "0199e2a1-0000-7000-8000-00000000000a"
+    parent = [json.loads(line) for line in OLDER.read_text().splitlines()]
+    child_meta = _line("00.000", "session_meta", {"id": "child-fork", "forked_from_id": parent_id})
+    parent_total = _final_total(OLDER)
+    own_last = {"input_tokens": 5000, "cached_input_tokens": 4480, "output_tokens": 30}
+    own_total = {name: parent_total.get(name, 0) + own_last.get(name, 0) for name in parent_total}
+    own_turn = [
+        _line("09.000", "turn_context", {"model": "gpt-5-codex"}),
+        _line("09.010", "response_item", _message("user", "Also fix lint.")),
+        _line("12.000", "response_item", _message("assistant", "Done.")),
+        _line(
+            "12.100",
+            "event_msg",
+            {"type": "token_count", "info": {"total_token_usage": own_total, "last_token_usage": own_last}},
+        ),
+    ]
+    copied = _restamped(parent, "2025-10-15T08:00:00.020Z")
+    fork = write("rollout-fork.jsonl", jsonl([child_meta, *copied, *own_turn]))
+    session, events, requests, errors = _read(fork)
+    assert errors == []
+    assert (session.external_id, session.parent_external_id) == ("child-fork", parent_id)
+    assert _buckets(requests) == [(520, 4480, None, 30)]
+    assert requests[0].key == f"line-{len(parent) + 4}"
+    replies = [e for e in events if e.type == "assistant/message" and "usage" not in e.data]
+    assert len(replies) == 3, "the parent's replies are context the fork sends again"
