@@ -12,7 +12,13 @@ lines, with no timestamps, models or usage.
 Like a Claude Code transcript, a rollout logs usage but no request bodies. One provider call is the
 model's output items up to the ``token_count`` that closes it; it becomes one ``assistant/message``
 followed by the tool results that arrived meanwhile, and one :class:`RequestRecord` keyed by the line
-the call starts on, so a re-read finds the same keys.
+the call starts on, so a re-read finds the same keys. A call still open at the end of a log that
+counts tokens is being written: it is left for the next read.
+
+A fork or a spawned agent opens with its own ``session_meta`` and then a copy of its parent's history
+(the parent's meta, messages and token counts, restamped at the moment of the fork). That history
+stays on the surface, since the child sends it again, but its calls are the parent's and are not
+counted a second time.
 """
 
 from __future__ import annotations
