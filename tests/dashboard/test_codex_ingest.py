@@ -143,3 +143,12 @@ def test_the_session_page_shows_a_codex_session(codex_home: Path, viewer_client:
     page = response.content.decode()
     assert "gpt-5.1-codex" in page
     assert "compaction" in page
+
+
+def test_explain_labels_the_call_after_a_codex_compaction(codex_home: Path) -> None:
+    rollout = next(codex_home.rglob(f"*{COMPACTED}.jsonl"))
+    results = json.loads(run("explain", str(rollout), "--json"))
+    figures = [r["figures"] for r in results]
+    reported = [f["reported_read"] for f in figures]
+    assert [f["predicted_read"] for f in figures] == [None, reported[1], reported[2], 0]
+    assert [r["label"] for r in results] == [None, None, None, "prefix-changed@messages"]
