@@ -6,7 +6,10 @@ summary, the overview and the engine's usage record must all give the rule's ans
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
+from django.apps import apps as django_apps
 from django.test import Client
 from django.urls import reverse
 
@@ -77,3 +80,17 @@ def test_the_overview_agrees_with_the_rule(case: str, viewer_client: Client) -> 
     _session_of(uncached, read, write_5m, write_1h)
     response = viewer_client.get(reverse("dashboard:overview"))
     assert response.context["totals"]["hit_rate"] == expected
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", CASES)
+def test_the_migration_gives_sessions_stored_by_the_old_rule_the_rules_answer(case: str) -> None:
+    uncached, read, write_5m, write_1h, expected = CASES[case]
+    session = _session_of(uncached, read, write_5m, write_1h)
+    # The old summaries left the rate null whenever no read was reported.
+    old = None if read is None else expected
+    Session.objects.filter(pk=session.pk).update(hit_rate=old)
+    migration = importlib.import_module("dashboard.migrations.0011_session_hit_rate_writes_without_reads")
+    migration.writes_without_reads_read_nothing(django_apps, None)
+    session.refresh_from_db()
+    assert session.hit_rate == expected
