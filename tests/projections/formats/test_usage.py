@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from projections.usage import (
     UsageError,
     anthropic_usage,
+    codex_usage,
     deepseek_usage,
     dsh_usage,
     gemini_usage,
@@ -184,3 +185,26 @@ def test_anthropic_and_dsh_spellings_agree_on_every_bucket(
         write_5m,
         write_1h,
     )
+
+
+def test_codex_takes_reads_and_writes_out_of_the_input_and_keeps_reasoning_in_raw() -> None:
+    raw = {
+        "input_tokens": 9500,
+        "cached_input_tokens": 8704,
+        "cache_write_input_tokens": 512,
+        "output_tokens": 60,
+        "reasoning_output_tokens": 20,
+        "total_tokens": 9560,
+    }
+    usage = codex_usage(raw)
+    buckets = (usage.uncached_input, usage.cache_read, usage.cache_write_5m, usage.output)
+    assert buckets == (284, 8704, 512, 60)
+    assert (usage.convention, usage.raw) == ("openai", raw)
+    older = codex_usage({"input_tokens": 4300, "cached_input_tokens": 3968, "output_tokens": 90})
+    assert (older.uncached_input, older.cache_write) == (332, None), "no write field: unreported"
+
+
+def test_codex_refuses_reasoning_beyond_the_output() -> None:
+    with pytest.raises(UsageError) as error:
+        codex_usage({"input_tokens": 10, "output_tokens": 5, "reasoning_output_tokens": 6})
+    assert error.value.field == "reasoning_output_tokens"
