@@ -7,7 +7,7 @@ bad log stops its fold with a message an operator can act on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
 from projections.normalized import JSON, EventRecord
@@ -15,31 +15,93 @@ from projections.normalized import JSON, EventRecord
 SURFACE_TYPES: Final = frozenset({"system/message", "user/message", "assistant/message", "tool/result"})
 """Event types that may carry ``surfaceOp``: each is one message of what the model sees."""
 
+HARNESS_EVENT_TYPES: Final = frozenset(
+    {
+        "agent-preset/selected",
+        "agent/inbox/spliced",
+        "approval/asked",
+        "approval/decided",
+        "approval/policy",
+        "assistant/chunk",
+        "assistant/message",
+        "command/done",
+        "command/run",
+        "compaction/end",
+        "compaction/prune",
+        "compaction/start",
+        "compaction/summary",
+        "feedback/record",
+        "goal/change",
+        "hook/invoked",
+        "hook/result",
+        "llm/retry",
+        "llm/retry-started",
+        "permission/preset",
+        "plan/mode",
+        "request/context",
+        "request/header",
+        "sandbox/mode",
+        "schedule/change",
+        "session/end-seed",
+        "session/title",
+        "session/title-llm-request",
+        "step/end",
+        "step/start",
+        "subagent/descriptor",
+        "team/member",
+        "team/message/delivered",
+        "team/message/queued",
+        "team/task",
+        "todo/write",
+        "tool-workflow/agent-end",
+        "tool-workflow/agent-start",
+        "tool-workflow/run-end",
+        "tool-workflow/run-start",
+        "tool/call",
+        "tool/code-dispatch",
+        "tool/code-dispatch-start",
+        "tool/result",
+        "turn/end",
+        "turn/start",
+        "user/message",
+        "web/deepseek-search-llm-request",
+    }
+)
+"""The harness's own event catalogue (``KNOWN_SESSION_EVENT_TYPES`` of its session package).
+
+The harness refuses a log holding any other type unless the event is marked ``ignorable``; so does
+Cachescope. Every type here that is not a surface or metering event folds as a no-op.
+"""
+
+OLDER_SPELLINGS: Final = {
+    "compact/start": "compaction/start",
+    "compact/summary": "compaction/summary",
+    "compact/prune": "compaction/prune",
+    "compact/end": "compaction/end",
+}
+"""Types older harness builds wrote, by the type they are now spelled as: the event is the same."""
+
+CACHESCOPE_PREFIX: Final = "cache/"
+"""Cachescope's own namespace (``cache/request``, ``cache/render-record``, …): known in any log."""
+
+KNOWN_EVENT_TYPES: Final = SURFACE_TYPES | HARNESS_EVENT_TYPES | frozenset(OLDER_SPELLINGS)
+"""Types a fold understands besides the ``cache/`` namespace; any other must be marked ``ignorable``."""
+
 METERING_TYPES: Final = frozenset({"compaction/summary", "compaction/prune"})
 """Event types that state the price of the range the next event replaces."""
 
-KNOWN_EVENT_TYPES: Final = SURFACE_TYPES | frozenset(
-    {
-        "request/header",
-        "request/context",
-        "compaction/start",
-        "compaction/summary",
-        "compaction/prune",
-        "compaction/end",
-        "turn/start",
-        "turn/end",
-        "step/start",
-        "step/end",
-        "tool/call",
-        "llm/retry",
-        "assistant/chunk",
-        "cache/request",
-        "cache/render-record",
-        "cache/credit",
-        "cache/log",
-    }
-)
-"""Types a fold understands; any other type must be marked ``ignorable`` or the log cannot be folded."""
+
+def is_known_event_type(event_type: str) -> bool:
+    """Whether ``event_type`` may appear without ``ignorable``: the harness's catalogue, an older
+    spelling of one of its types, a ``system/message``, or Cachescope's own ``cache/`` namespace."""
+    return event_type in KNOWN_EVENT_TYPES or event_type.startswith(CACHESCOPE_PREFIX)
+
+
+def current_spelling(event: EventRecord) -> EventRecord:
+    """``event`` under the type the harness spells it with today (``compact/summary`` is
+    ``compaction/summary``), so a fold reads one vocabulary; other events are returned as they are."""
+    spelled = OLDER_SPELLINGS.get(event.type)
+    return event if spelled is None else replace(event, type=spelled)
 
 
 class FoldError(Exception):

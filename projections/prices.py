@@ -53,7 +53,7 @@ def block_price(block: Mapping[str, JSON]) -> int:
     if kind == "text" or kind == "reasoning":
         return _tokens(_str_field(block, "text")) + BLOCK_OVERHEAD
     if kind == "tool-call":
-        return _tokens(_str_field(block, "toolName")) + _tokens(_arguments(block)) + BLOCK_OVERHEAD
+        return _tokens(_tool_name(block)) + _tokens(_arguments(block)) + BLOCK_OVERHEAD
     if kind == "tool-result":
         inner = block.get("content")
         if not isinstance(inner, list):
@@ -79,23 +79,37 @@ def message_price(message: Mapping[str, JSON]) -> int:
 
 
 def event_price(event: EventRecord) -> int:
-    """The price of a surface event's message.
+    """The price of the message a surface event derives to, as the harness derives it.
 
     ``user/message`` carries role and content in its data; the other surface events carry a
-    ``message`` field.
+    ``message`` field. Harness builds before 2026-07-28 wrote the message's fields inline instead:
+    an ``assistant/message`` with ``data.content``, and a ``tool/result`` with ``data.callId``,
+    ``data.content`` and ``data.isError``, which derives to one ``tool-result`` block.
     """
-    data = event.data
-    if event.type == "user/message":
-        message: JSON = data
-    else:
-        message = data.get("message")
-        if not isinstance(message, Mapping):
-            where = f"seq {event.seq} ({event.type})"
-            raise PriceError(f"{where}: field 'data.message' must be an object, got {_kind(message)}")
     try:
+        message = _derived_message(event)
+        if event.type == "assistant/message" and _has_no_content(message):
+            # The harness derives no message from it (it only hosts a max-tokens step's usage), so
+            # its meter adds nothing for it.
+            return 0
         return message_price(message)
     except PriceError as error:
         raise PriceError(f"seq {event.seq} ({event.type}): {error}") from None
+
+
+def _derived_message(event: EventRecord) -> Mapping[str, JSON]:
+    data = event.data
+    if event.type == "user/message":
+        return data
+    message = data.get("message")
+    if isinstance(message, Mapping):
+        return message
+    if message is None and "content" in data:
+        if event.type == "tool/result":
+            block = {"type": "tool-result", "toolCallId": data.get("callId"), "content": data["content"]}
+            return {"role": "user", "content": [block]}
+        return data
+    raise PriceError(f"field 'data.message' must be an object, got {_kind(message)}")
 
 
 def js_json_stringify(value: JSON) -> str:
@@ -116,6 +130,17 @@ def _str_field(block: Mapping[str, JSON], name: str) -> str:
     if not isinstance(value, str):
         raise PriceError(f"{block.get('type')} block: field {name!r} must be a string, got {_kind(value)}")
     return value
+
+
+def _tool_name(block: Mapping[str, JSON]) -> str:
+    # The harness writes ``name``; Cachescope's importers of other formats once wrote ``toolName``,
+    # and logs stored then still hold it.
+    return _str_field(block, "name" if "name" in block or "toolName" not in block else "toolName")
+
+
+def _has_no_content(message: Mapping[str, JSON]) -> bool:
+    content = message.get("content")
+    return isinstance(content, str | list) and len(content) == 0
 
 
 def _arguments(block: Mapping[str, JSON]) -> str:
@@ -200,6 +225,38 @@ def _js_number(x: float) -> str:
     mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
     e = n - 1
     return f"{sign}{mantissa}e{'+' if e > 0 else '-'}{abs(e)}"
+
+
+def header_system_tokens(event: EventRecord) -> int:
+    """The price of the system prompt a ``request/header`` carries, as the harness's meter prices the
+    newest request envelope: ⌈len/4⌉ + 4 for a non-empty prompt, 0 without one."""
+    system = _header(event).get("system")
+    if system is None:
+        return 0
+    if not isinstance(system, str):
+        raise PriceError(f"request/header: field 'data.header.system' must be a string, got {_kind(system)}")
+    return _tokens(system) + MESSAGE_OVERHEAD if system else 0
+
+
+def header_tools_tokens(event: EventRecord) -> int:
+    """The price of the tool schemas a ``request/header`` carries, as the harness's meter prices them:
+    ⌈len(JSON of the tools)/4⌉ + 4, the JSON written as JavaScript's ``JSON.stringify`` writes it;
+    0 without tools or with an empty list."""
+    tools = _header(event).get("tools")
+    if tools is None:
+        return 0
+    # A list of schemas, or in the harness's recorded test snapshots a placeholder string: the meter
+    # measures either as its JSON text.
+    if not isinstance(tools, list | str):
+        raise PriceError(f"request/header: field 'data.header.tools' must be a list, got {_kind(tools)}")
+    return _tokens(js_json_stringify(tools)) + BLOCK_OVERHEAD if tools else 0
+
+
+def _header(event: EventRecord) -> Mapping[str, JSON]:
+    header = event.data.get("header")
+    if not isinstance(header, Mapping):
+        raise PriceError(f"request/header: field 'data.header' must be an object, got {_kind(header)}")
+    return header
 
 
 def header_system_price(event: EventRecord) -> int | None:

@@ -145,19 +145,19 @@ class DshLog:
         self.counts.events += 1
         return seq
 
-    def packed(self, kind: str, texts: list[str] | None, count: int) -> None:
-        """A packed chunk row expanding to ``count`` ``assistant/chunk`` events."""
-        if not self.chunks or count == 0:
+    def packed(self, kind: str, members: list[str], data: dict[str, Any]) -> None:
+        """A packed chunk row as the harness writes one: ``data`` holds ``turn``, ``step``, ``index``
+        (and ``id``/``name`` for tool calls), ``dt`` the gaps between consecutive members."""
+        if not self.chunks or not members:
             return
-        dt = sorted(self.rng.randint(0, 40 * count) for _ in range(count))
-        data: dict[str, Any] = {"dt": dt}
-        if texts is not None:
-            data["chunks"] = texts
+        dt = [self.rng.randint(0, 40) for _ in members[1:]]
+        payload = "args" if kind == "tool-call-chunks" else "texts"
+        row = {**data, "dt": dt, payload: members}
         self.time_ms += 1
-        self.batches[-1].append({"type": kind, "seq0": self._seq, "time0": self.time_ms, "data": data})
-        self._seq += count
-        self.counts.events += count
-        self.time_ms += dt[-1]
+        self.batches[-1].append({"type": kind, "seq0": self._seq, "time0": self.time_ms, "data": row})
+        self._seq += len(members)
+        self.counts.events += len(members)
+        self.time_ms += sum(dt)
 
     def request_header(self, reason: str) -> None:
         """A ``request/header`` with the provider config (and, in version 0, the system prompt)."""

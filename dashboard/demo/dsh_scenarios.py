@@ -94,18 +94,17 @@ def assistant_step(
     if rng.random() < 0.3:
         thought = pools.paragraph(rng, 1)
         blocks.append({"type": "reasoning", "text": thought})
-        log.packed(
-            "reasoning-chunks", _pieces(thought) if rng.random() < 0.7 else None, len(_pieces(thought))
-        )
+        log.packed("reasoning-chunks", _pieces(thought), {"turn": turn, "step": step, "index": 0})
     blocks.append({"type": "text", "text": text})
-    log.packed("text-chunks", _pieces(text), len(_pieces(text)))
+    log.packed("text-chunks", _pieces(text), {"turn": turn, "step": step, "index": len(blocks) - 1})
     call_id = name = ""
     if tool:
         name = rng.choice(DSH_TOOLS)
         call_id = "call_" + pools.base62(rng, 24)
         arguments = json.dumps({"path": rng.choice(pools.FILES)})
         blocks.append({"type": "tool-call", "toolCallId": call_id, "toolName": name, "arguments": arguments})
-        log.packed("tool-call-chunks", _pieces(arguments), len(_pieces(arguments)))
+        call = {"turn": turn, "step": step, "index": len(blocks) - 1, "id": call_id, "name": name}
+        log.packed("tool-call-chunks", _pieces(arguments), call)
     message = {"role": "assistant", "content": blocks}
     output = sum(len(str(b.get("text", b.get("arguments", "")))) for b in blocks) // 4 + rng.randint(3, 40)
     seq = log.append(

@@ -77,15 +77,19 @@ def event_records(log: DshLog) -> Iterator[EventRecord]:
 
 def _records(line: dict[str, Any]) -> Iterator[EventRecord]:
     if "seq0" in line:
-        kind = line["type"].removesuffix("-chunks")
         data = line["data"]
-        chunks = data.get("chunks")
-        for i, dt in enumerate(data["dt"]):
-            payload: dict[str, Any] = {"kind": kind}
-            if chunks is not None:
-                payload["chunk"] = chunks[i]
+        moment = line["time0"]
+        for i, member in enumerate(data.get("texts") or data["args"]):
+            moment += data["dt"][i - 1] if i else 0
             yield EventRecord(
-                seq=line["seq0"] + i, type="assistant/chunk", time=_time(line["time0"] + dt), data=payload
+                seq=line["seq0"] + i,
+                type="assistant/chunk",
+                time=_time(moment),
+                data={
+                    "turn": data["turn"],
+                    "step": data["step"],
+                    "chunk": _chunk(line["type"], data, member),
+                },
             )
         return
     seqs = line.get("sourceEventSeqs")
@@ -102,3 +106,16 @@ def _records(line: dict[str, Any]) -> Iterator[EventRecord]:
 
 def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _chunk(kind: str, data: dict[str, Any], member: str) -> dict[str, Any]:
+    if kind == "tool-call-chunks":
+        return {
+            "type": "tool-call-delta",
+            "index": data["index"],
+            "id": data["id"],
+            "name": data["name"],
+            "argumentsDelta": member,
+        }
+    delta = "text-delta" if kind == "text-chunks" else "reasoning-delta"
+    return {"type": delta, "index": data["index"], "text": member}

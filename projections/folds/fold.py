@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from projections.events import KNOWN_EVENT_TYPES, FoldError, fold_error
+from projections.events import FoldError, current_spelling, fold_error, is_known_event_type
 from projections.folds.projection import Projection
 from projections.normalized import JSON, EventRecord
 from projections.prices import PriceError
@@ -39,14 +39,15 @@ def apply_event(projection: Projection[S, V], state: S, event: EventRecord) -> S
     """One ``apply``, after the checks every projection shares.
 
     An unknown type marked ``ignorable`` is skipped (the state is returned unchanged); an unknown
-    type without it stops the fold.
+    type without it stops the fold. An older spelling of a type (``compact/*``) reaches the
+    projection as the type it is spelled as today.
     """
-    if event.type not in KNOWN_EVENT_TYPES:
+    if not is_known_event_type(event.type):
         if event.ignorable:
             return state
         raise fold_error(event, "unknown-event-type", "the type is unknown and the event is not ignorable")
     try:
-        return projection.apply(state, event)
+        return projection.apply(state, current_spelling(event))
     except PriceError as error:
         raise fold_error(event, "unpriceable-message", str(error)) from None
 

@@ -11,7 +11,12 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from projections.events import FoldError
-from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.breakdown import (
+    ContextBreakdownV5,
+    ContextBreakdownV6,
+    ContextBreakdownV7,
+    ContextBreakdownV8,
+)
 from projections.folds.cache_metrics import CacheMetricsV1
 from projections.folds.context_pressure import ContextPressureV1
 from projections.folds.fold import FoldStep, ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
@@ -26,6 +31,8 @@ _DEFINITIONS: Final[Mapping[tuple[str, int], AnyProjection]] = MappingProxyType(
         for projection in (
             ContextBreakdownV5(),
             ContextBreakdownV6(),
+            ContextBreakdownV7(),
+            ContextBreakdownV8(),
             TokenUsageV1(),
             ContextPressureV1(),
             CacheMetricsV1(),
@@ -34,7 +41,7 @@ _DEFINITIONS: Final[Mapping[tuple[str, int], AnyProjection]] = MappingProxyType(
 )
 
 _LIVE: Final[Mapping[str, int]] = MappingProxyType(
-    {"contextBreakdown": 6, "tokenUsage": 1, "contextPressure": 1, "cacheMetrics": 1}
+    {"contextBreakdown": 8, "tokenUsage": 1, "contextPressure": 1, "cacheMetrics": 1}
 )
 
 

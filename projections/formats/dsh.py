@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh_calls import DshCalls
 from projections.formats.lines import LogLines
 from projections.formats.times import parse_time
@@ -18,69 +19,16 @@ from projections.normalized import JSON, EventRecord, FormatError, LineError, Se
 
 FORMAT = "dsh"
 SUPPORTED_VERSIONS = (0, 3, 4)
-PACKED_CHUNK_KINDS = {"text-chunks": "text", "reasoning-chunks": "reasoning", "tool-call-chunks": "tool-call"}
-CACHESCOPE_PREFIX = "cache/"
-"""Cachescope's own event namespace (DESIGN §4): accepted in any log, never unknown."""
-
-KNOWN_EVENT_TYPES = frozenset(
-    {
-        "agent-preset/selected",
-        "agent/inbox/spliced",
-        "approval/asked",
-        "approval/decided",
-        "approval/policy",
-        "assistant/attempt",
-        "assistant/chunk",
-        "assistant/message",
-        "command/done",
-        "command/run",
-        "compaction/end",
-        "compaction/prune",
-        "compaction/start",
-        "compaction/summary",
-        "feedback/message-delete",
-        "feedback/message-put",
-        "feedback/record",
-        "goal/change",
-        "hook/invoked",
-        "hook/result",
-        "llm/retry",
-        "llm/retry-started",
-        "permission/preset",
-        "plan/mode",
-        "request/context",
-        "request/header",
-        "sandbox/mode",
-        "schedule/change",
-        "session-log-deepseek/delivery-accepted",
-        "session/end-seed",
-        "session/title",
-        "session/title-llm-request",
-        "step/end",
-        "step/start",
-        "subagent/descriptor",
-        "subagent/model-selection-policy",
-        "system/message",
-        "team/member",
-        "team/message/delivered",
-        "team/message/queued",
-        "team/task",
-        "todo/write",
-        "tool-workflow/agent-end",
-        "tool-workflow/agent-start",
-        "tool-workflow/run-end",
-        "tool-workflow/run-start",
-        "tool/call",
-        "tool/code-dispatch",
-        "tool/code-dispatch-start",
-        "tool/result",
-        "turn/end",
-        "turn/start",
-        "user/message",
-        "web/deepseek-search-llm-request",
-    }
-)
-"""Event types of the dsh harness vocabulary; another type must be marked ``ignorable``."""
+PACKED_ROW_CHUNKS = {
+    "text-chunks": "text-delta",
+    "reasoning-chunks": "reasoning-delta",
+    "tool-call-chunks": "tool-call-delta",
+}
+"""Packed storage rows (the harness's ``chunk-rows``) by the ``assistant/chunk`` delta of their members."""
+_TEXT_ROW_KEYS = frozenset({"turn", "step", "index", "dt", "texts"})
+_TOOL_CALL_ROW_KEYS = frozenset({"turn", "step", "index", "id", "dt", "args"})
+_MAX_SAFE_INTEGER = 2**53 - 1
+"""JavaScript's largest exact integer: the harness refuses a packed row whose seqs or times leave it."""
 
 
 class _BadField(ValueError):
@@ -101,11 +49,6 @@ class DshHeader:
     parent_session: str | None
     title: str
     delegation_depth: int
-
-
-def is_known_event_type(event_type: str) -> bool:
-    """Whether a fold can interpret ``event_type`` without an ``ignorable`` marker."""
-    return event_type in KNOWN_EVENT_TYPES or event_type.startswith(CACHESCOPE_PREFIX)
 
 
 def parse_header(value: dict[str, JSON], path: str, line: int) -> DshHeader:
@@ -220,7 +163,7 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
                 if event.time is not None:
                     session.ended_at = event.time
                 yield event
-                call = calls.observe(event)
+                call = calls.observe(current_spelling(event))
                 if call is not None:
                     yield call
         session.crash_tail = log.crash_tail
@@ -275,8 +218,8 @@ def decode_record(value: dict[str, JSON], line: int) -> list[EventRecord]:
     kind = value.get("type")
     if not isinstance(kind, str) or not kind:
         raise _BadField("type", f"expected a non-empty string, got {kind!r}")
-    if kind in PACKED_CHUNK_KINDS:
-        return _expand_chunks(value, PACKED_CHUNK_KINDS[kind], line)
+    if kind in PACKED_ROW_CHUNKS:
+        return _expand_row(value, kind, line)
     data = value.get("data")
     if not isinstance(data, dict):
         raise _BadField("data", f"expected an object, got {type(data).__name__}")
@@ -297,44 +240,96 @@ def decode_record(value: dict[str, JSON], line: int) -> list[EventRecord]:
     ]
 
 
-def _expand_chunks(value: dict[str, JSON], kind: str, line: int) -> list[EventRecord]:
-    """Expand a packed row into one ``assistant/chunk`` per member.
+def _expand_row(value: dict[str, JSON], kind: str, line: int) -> list[EventRecord]:
+    """The ``assistant/chunk`` events a packed row stores, exactly as the harness replays them.
 
-    The team's shape has one ``dt`` offset from ``time0`` per member. Rows written by the harness
-    itself carry one more member than ``dt`` entries, ``dt`` holding the gaps between consecutive
-    members; both are read.
+    Member ``k`` is ``{type: "assistant/chunk", seq: seq0 + k, time: time0 + dt[0] + … + dt[k-1],
+    data: {turn, step, chunk}}``: ``dt`` holds the gaps between consecutive members, one fewer than
+    the members. A row of any other shape is refused, as the harness refuses it: expanding a guess
+    would put a wrong run of events in the log.
     """
-    seq0 = _int(value.get("seq0"), "seq0")
-    time0 = value.get("time0")
-    if isinstance(time0, bool) or not isinstance(time0, int):
-        raise _BadField("time0", f"expected epoch milliseconds, got {time0!r}")
+    if set(value) != {"type", "seq0", "time0", "data"}:
+        raise _BadField(
+            "type", f"a {kind} row must be exactly {{type, seq0, time0, data}}, got {sorted(value)}"
+        )
+    seq0 = _safe_integer(value.get("seq0"), "seq0")
+    if seq0 < 0:
+        raise _BadField("seq0", f"expected a non-negative integer, got {seq0}")
+    time0 = _safe_integer(value.get("time0"), "time0")
     data = value.get("data")
     if not isinstance(data, dict):
         raise _BadField("data", f"expected an object, got {type(data).__name__}")
-    offsets = data.get("dt")
-    if not isinstance(offsets, list) or any(isinstance(d, bool) or not isinstance(d, int) for d in offsets):
-        raise _BadField("data.dt", f"expected a list of integer milliseconds, got {offsets!r}")
-    chunks_key = "chunks" if "chunks" in data else "texts"
-    chunks = data.get(chunks_key)
-    if chunks is not None and (not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks)):
-        raise _BadField(f"data.{chunks_key}", "expected a list of strings")
-    if chunks is not None and len(chunks) == len(offsets) + 1:
-        times = [time0]
-        for gap in offsets:
-            times.append(times[-1] + gap)
-    elif chunks is None or len(chunks) == len(offsets):
-        times = [time0 + offset for offset in offsets]
-    else:
-        reason = f"{len(chunks)} chunks for {len(offsets)} dt offsets"
-        raise _BadField(f"data.{chunks_key}", reason)
+    members = _row_members(data, kind)
+    gaps = data["dt"]
+    if not isinstance(gaps, list):
+        raise _BadField("data.dt", f"expected a list of integer milliseconds, got {gaps!r}")
+    gaps = [_safe_integer(gap, "data.dt") for gap in gaps]
+    if len(gaps) != len(members) - 1:
+        raise _BadField("data.dt", f"{len(gaps)} gaps for {len(members)} members (expected one fewer)")
+    if seq0 + len(members) - 1 > _MAX_SAFE_INTEGER:
+        raise _BadField("seq0", "member seqs leave the safe-integer range")
+    chunk_type = PACKED_ROW_CHUNKS[kind]
     events = []
-    for index, moment in enumerate(times):
-        member: dict[str, JSON] = {"kind": kind}
-        if chunks is not None:
-            member["chunk"] = chunks[index]
+    moment = time0
+    for k, member in enumerate(members):
+        if k:
+            moment += gaps[k - 1]
+            if abs(moment) > _MAX_SAFE_INTEGER:
+                raise _BadField("data.dt", "member times leave the safe-integer range")
         events.append(
             EventRecord(
-                seq=seq0 + index, type="assistant/chunk", time=_time(moment, "time0"), data=member, line=line
+                seq=seq0 + k,
+                type="assistant/chunk",
+                time=_time(moment, "time0"),
+                data={
+                    "turn": data["turn"],
+                    "step": data["step"],
+                    "chunk": _member_chunk(data, chunk_type, member),
+                },
+                line=line,
             )
         )
     return events
+
+
+def _row_members(data: dict[str, JSON], kind: str) -> list[str]:
+    """The members' texts or argument fragments, after checking the row's data has exactly its keys."""
+    if kind == "tool-call-chunks":
+        keys = set(data)
+        if keys != _TOOL_CALL_ROW_KEYS and keys != _TOOL_CALL_ROW_KEYS | {"name"}:
+            raise _BadField(
+                "data", f"a {kind} row holds {{turn, step, index, id, name?, dt, args}}, got {sorted(keys)}"
+            )
+        if not isinstance(data["id"], str) or not isinstance(data.get("name", ""), str):
+            raise _BadField("data.id", "id (and name when present) must be strings")
+        payload = "args"
+    else:
+        if set(data) != _TEXT_ROW_KEYS:
+            raise _BadField(
+                "data", f"a {kind} row holds {{turn, step, index, dt, texts}}, got {sorted(data)}"
+            )
+        payload = "texts"
+    for field in ("turn", "step", "index"):
+        if isinstance(data[field], bool) or not isinstance(data[field], int | float):
+            raise _BadField(f"data.{field}", f"expected a number, got {data[field]!r}")
+    members = data[payload]
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+        raise _BadField(f"data.{payload}", "expected a non-empty list of strings")
+    return members
+
+
+def _member_chunk(data: dict[str, JSON], chunk_type: str, member: str) -> dict[str, JSON]:
+    """One member's ``chunk``, keys in the order the harness writes them."""
+    if chunk_type != "tool-call-delta":
+        return {"type": chunk_type, "index": data["index"], "text": member}
+    chunk: dict[str, JSON] = {"type": chunk_type, "index": data["index"], "id": data["id"]}
+    if "name" in data:
+        chunk["name"] = data["name"]
+    chunk["argumentsDelta"] = member
+    return chunk
+
+
+def _safe_integer(value: JSON, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > _MAX_SAFE_INTEGER:
+        raise _BadField(field, f"expected an integer, got {value!r}")
+    return int(value)

@@ -17,7 +17,7 @@ from dashboard.services.folds import (
 )
 from dashboard.services.ingest import ingest_paths
 from dashboard.services.projcache import agrees, projcache_ingest
-from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6, ContextBreakdownV8
 from projections.folds.fold import fold, to_row
 from projections.folds.registry import get_projection, live_projections, live_versions
 from projections.normalized import EventRecord
@@ -139,11 +139,11 @@ def test_a_row_holds_the_state_view_and_size_of_a_fold_from_scratch(db: None) ->
     session = stored_session(log.events)
     fold_session(session_id=session.pk)
     row = ProjectionRow.objects.get(session=session, key="contextBreakdown")
-    v6 = ContextBreakdownV6()
-    state = fold(v6, log.events)
-    assert row.val == to_row(v6, state, log.events[-1].seq).val
-    assert row.view == v6.view(state).to_json()
-    assert row.state_bytes == folds.state_size_bytes(v6, state) > 0
+    live = ContextBreakdownV8()
+    state = fold(live, log.events)
+    assert row.val == to_row(live, state, log.events[-1].seq).val
+    assert row.view == live.view(state).to_json()
+    assert row.state_bytes == folds.state_size_bytes(live, state) > 0
 
 
 def test_a_new_event_costs_one_apply(db: None, count_applies: Callable[[str], list[int]]) -> None:
@@ -156,7 +156,7 @@ def test_a_new_event_costs_one_apply(db: None, count_applies: Callable[[str], li
     assert applied == [log.events[-1].seq]
     row = ProjectionRow.objects.get(session=session, key="contextBreakdown")
     assert row.seq == log.events[-1].seq
-    assert row.view == ContextBreakdownV6().view(fold(ContextBreakdownV6(), log.events)).to_json()
+    assert row.view == ContextBreakdownV8().view(fold(ContextBreakdownV8(), log.events)).to_json()
 
 
 def test_folding_an_unchanged_log_applies_nothing(
@@ -179,7 +179,7 @@ def test_a_row_of_another_version_is_discarded_and_the_key_folded_again(db: None
     versions = list(
         ProjectionRow.objects.filter(session=session, key="contextBreakdown").values_list("ver", "seq")
     )
-    assert versions == [(6, log.events[-1].seq)]
+    assert versions == [(8, log.events[-1].seq)]
     assert next(key for key in result.keys if key.key == "contextBreakdown").discarded == 1
 
 
@@ -211,9 +211,9 @@ def test_a_fold_error_leaves_the_row_at_the_last_good_seq_and_warns(db: None) ->
     fold_session(session_id=session.pk)
     row = ProjectionRow.objects.get(session=session, key="contextBreakdown")
     assert row.seq == 4
-    assert row.val == to_row(ContextBreakdownV6(), fold(ContextBreakdownV6(), log.events[:5]), 4).val
+    assert row.val == to_row(ContextBreakdownV8(), fold(ContextBreakdownV8(), log.events[:5]), 4).val
     assert "claim-range-mismatch" in row.error
-    warning = Warning.objects.get(session=session, kind="fold-error", place="contextBreakdown v6 seq 5")
+    warning = Warning.objects.get(session=session, kind="fold-error", place="contextBreakdown v8 seq 5")
     for part in ("broken-one", "seq 5", "user/message", "claim-range-mismatch"):
         assert part in warning.message
     session.refresh_from_db()
@@ -224,7 +224,7 @@ def test_a_repeated_fold_error_counts_on_one_warning(db: None) -> None:
     session = stored_session(bad_claim_log().events)
     fold_session(session_id=session.pk)
     fold_session(session_id=session.pk)
-    warning = Warning.objects.get(session=session, kind="fold-error", place="contextBreakdown v6 seq 5")
+    warning = Warning.objects.get(session=session, kind="fold-error", place="contextBreakdown v8 seq 5")
     assert warning.count == 2
     assert ProjectionRow.objects.get(session=session, key="contextBreakdown").seq == 4
 

@@ -29,7 +29,7 @@ def test_the_projections_page_lists_keys_with_their_rows(viewer_client: Client) 
     response = viewer_client.get(PROJECTIONS)
     assert response.status_code == 200
     text = response.content.decode()
-    for part in ("contextBreakdown", "tokenUsage", "v6 (live): 1 row", "v5: 0 rows"):
+    for part in ("contextBreakdown", "tokenUsage", "v8 (live): 1 row", "v6: 0 rows", "v5: 0 rows"):
         assert part in text
     assert "Start re-fold" not in text
 

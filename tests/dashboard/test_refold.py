@@ -236,12 +236,12 @@ def test_a_run_to_a_version_that_is_not_live_writes_rows_the_next_fold_discards(
     log = conversation()
     session = stored_session(log.events)
     fold_session(session_id=session.pk)
-    run = refold_run(run_id=fold_run_create(key="contextBreakdown", from_version=6, to_version=5).pk)
+    run = refold_run(run_id=fold_run_create(key="contextBreakdown", from_version=8, to_version=5).pk)
     assert run.status == "done"
     assert list(ProjectionRow.objects.filter(key="contextBreakdown").values_list("ver", flat=True)) == [5]
     fold_session(session_id=session.pk)
     assert list(ProjectionRow.objects.filter(key="contextBreakdown").values_list("ver", "seq")) == [
-        (6, log.events[-1].seq)
+        (8, log.events[-1].seq)
     ]
 
 
@@ -300,8 +300,8 @@ def test_the_refold_command_enqueues_with_async(db: None, monkeypatch: pytest.Mo
 
 
 def test_the_refold_command_refuses_an_unknown_version(db: None) -> None:
-    with pytest.raises(CommandError, match="no state version 8"):
-        call_command("refold", "--key", "contextBreakdown", "--from", "5", "--to", "8")
+    with pytest.raises(CommandError, match="no state version 9"):
+        call_command("refold", "--key", "contextBreakdown", "--from", "5", "--to", "9")
 
 
 # --- a real worker killed in the middle of a run -----------------------------------------------------

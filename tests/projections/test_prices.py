@@ -12,6 +12,8 @@ from projections.prices import (
     PriceError,
     block_price,
     event_price,
+    header_system_tokens,
+    header_tools_tokens,
     js_json_stringify,
     message_price,
     utf16_len,
@@ -157,3 +159,63 @@ def test_event_with_a_bad_block_names_its_seq() -> None:
     data = {"message": {"role": "assistant", "content": [{"type": "text", "text": 5}]}}
     with pytest.raises(PriceError, match=r"seq 3 \(assistant/message\)"):
         event_price(event("assistant/message", data, seq=3))
+
+
+def test_tool_call_block_as_the_harness_writes_it_prices_its_name() -> None:
+    block = {"type": "tool-call", "id": "c1", "name": "read_file", "arguments": '{"p":1}'}
+    assert block_price(block) == 3 + 2 + 4
+
+
+def test_tool_call_block_without_a_name_is_unpriceable() -> None:
+    with pytest.raises(PriceError, match="field 'name' must be a string"):
+        block_price({"type": "tool-call", "id": "c1", "arguments": "{}"})
+
+
+def test_an_assistant_message_without_content_costs_nothing() -> None:
+    # The harness derives no message from it: it only hosts a max-tokens step's usage.
+    data = {"turn": 1, "step": 1, "message": {"role": "assistant", "content": []}, "usage": {}}
+    assert event_price(event("assistant/message", data)) == 0
+    assert event_price(event("user/message", {"role": "user", "content": []})) == 4
+
+
+def test_messages_written_inline_by_older_harness_builds_are_priced_as_derived() -> None:
+    inner = [{"type": "text", "text": "abcdefgh"}]
+    assistant = event("assistant/message", {"turn": 1, "step": 1, "content": inner, "provenance": {}})
+    result = event("tool/result", {"turn": 1, "step": 1, "callId": "c1", "content": inner, "isError": False})
+    assert event_price(assistant) == (2 + 4) + 4
+    assert event_price(result) == ((2 + 4) + 4) + 4
+
+
+def test_a_surface_event_without_a_message_names_the_field() -> None:
+    with pytest.raises(PriceError, match=r"seq 3 \(tool/result\): field 'data\.message' must be an object"):
+        event_price(event("tool/result", {"turn": 1}, seq=3))
+
+
+def header(**fields: object) -> EventRecord:
+    return event("request/header", {"header": {"config": {"provider": "p", "model": "m"}, **fields}})
+
+
+def test_a_header_system_prompt_costs_a_quarter_of_its_length_plus_four() -> None:
+    assert header_system_tokens(header(system="x" * 9)) == 3 + 4
+    assert header_system_tokens(header(system="")) == 0
+    assert header_system_tokens(header()) == 0
+
+
+def test_header_tool_schemas_cost_a_quarter_of_their_compact_json_plus_four() -> None:
+    tools = [{"name": "bash", "description": "Run é", "parameters": {"type": "object"}}]
+    text = '[{"name":"bash","description":"Run é","parameters":{"type":"object"}}]'
+    assert header_tools_tokens(header(tools=tools)) == -(-len(text) // 4) + 4
+    assert header_tools_tokens(header(tools=[])) == 0
+    assert header_tools_tokens(header()) == 0
+
+
+def test_a_placeholder_string_for_tools_is_measured_as_its_json_text() -> None:
+    # The harness's recorded test snapshots write "{{tools}}"; its meter measures '"{{tools}}"'.
+    assert header_tools_tokens(header(tools="{{tools}}")) == 3 + 4
+
+
+def test_a_header_field_of_the_wrong_kind_is_unpriceable() -> None:
+    with pytest.raises(PriceError, match=r"'data\.header\.system' must be a string"):
+        header_system_tokens(header(system=[{"type": "text", "text": "x"}]))
+    with pytest.raises(PriceError, match=r"'data\.header\.tools' must be a list"):
+        header_tools_tokens(header(tools={"bash": {}}))

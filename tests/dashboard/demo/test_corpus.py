@@ -8,10 +8,11 @@ from tests.dashboard.demo.conftest import read_lines
 
 
 def test_write_corpus_reaches_its_target_size_with_some_zstd_logs(tmp_path: Path) -> None:
-    stats = write_corpus(tmp_path, target_bytes=400_000)
+    # Every third log is zstd, and a session is about 200 KB: 600 KB writes at least three.
+    stats = write_corpus(tmp_path, target_bytes=600_000)
     files = [p for p in tmp_path.rglob("session.jsonl*")]
-    assert stats.bytes >= 400_000
-    assert stats.bytes < 400_000 + 200_000
+    assert stats.bytes >= 600_000
+    assert stats.bytes < 600_000 + 250_000
     assert len(files) == stats.files == stats.sessions
     assert 0 < stats.zstd_files < stats.files
     assert sum(1 for p in files if p.name.endswith(".zstd")) == stats.zstd_files

@@ -74,7 +74,7 @@ def dsh_counts(lines: list[dict[str, Any]]) -> tuple[int, int, Totals]:
     events = requests = 0
     totals = [0, 0, 0, 0]
     for line in lines[1:]:
-        events += len(line["data"]["dt"]) if "seq0" in line else 1
+        events += len(line["data"]["dt"]) + 1 if "seq0" in line else 1
         usage = line["data"].get("usage") if line["type"] == "assistant/message" else None
         if usage is not None:
             requests += 1

@@ -67,7 +67,7 @@ def test_seqs_are_contiguous_from_zero_after_packed_rows_expand(demo: tuple[Path
         seqs: list[int] = []
         for line in lines[1:]:
             seqs += (
-                [line["seq0"] + i for i in range(len(line["data"]["dt"]))]
+                [line["seq0"] + i for i in range(len(line["data"]["dt"]) + 1)]
                 if "seq0" in line
                 else [line["seq"]]
             )

@@ -301,7 +301,16 @@ def test_a_v0_header_system_prompt_is_off_the_surface_and_not_counted(
 
 
 def test_breakdown_serializes_to_camel_case_json() -> None:
-    assert Breakdown(3, 4).to_json() == {"systemTokens": 3, "messageTokens": 4}
+    assert Breakdown(3, 4, 5).to_json() == {"systemTokens": 3, "toolsTokens": 5, "messageTokens": 4}
+
+
+@BOTH
+def test_surface_only_versions_count_no_tool_schemas(projection: Projection[Any, Breakdown]) -> None:
+    log = LogBuilder()
+    log.header(tools=[{"name": "bash"}])
+    log.user("hi")
+    view = projection.view_json(view_of(projection, log))
+    assert view == {"systemTokens": 0, "toolsTokens": 0, "messageTokens": price(log, 1)}
 
 
 @BOTH

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
-from projections.events import FoldError
+from projections.events import HARNESS_EVENT_TYPES, METERING_TYPES, SURFACE_TYPES, FoldError
 from projections.folds.breakdown import Breakdown, ContextBreakdownV5, ContextBreakdownV6
 from projections.folds.fold import ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
+from projections.folds.registry import live_projections
 from projections.folds.token_usage import TokenUsageV1
+from projections.normalized import EventRecord
 from projections.synthetic import LogBuilder
 
 V5 = ContextBreakdownV5()
@@ -48,6 +52,37 @@ def test_an_unknown_event_that_is_not_ignorable_stops_the_fold() -> None:
         "plugin/thing",
         "unknown-event-type",
     )
+
+
+@pytest.mark.parametrize("projection", live_projections(), ids=lambda p: p.key)
+def test_every_type_of_the_harness_catalogue_off_the_surface_folds_as_a_no_op(projection: Any) -> None:
+    log = small_log()
+    before = fold(projection, log.events)
+    no_ops = sorted(
+        HARNESS_EVENT_TYPES - SURFACE_TYPES - METERING_TYPES - {"request/header", "request/context"}
+    )
+    for kind in no_ops:
+        log.event(kind, {"turn": 1, "step": 1})
+    assert len(no_ops) >= 40
+    assert projection.view(fold(projection, log.events)) == projection.view(before)
+
+
+def test_cachescope_types_are_known_in_any_log() -> None:
+    log = small_log()
+    log.event("cache/log", {"line": "[kv-unified] hit"})
+    assert V6.view(fold(V6, log.events)) == V6.view(fold(V6, log.events[:3]))
+
+
+def test_the_older_compact_spelling_meters_a_replacement_like_compaction() -> None:
+    def compacted(spelling: str) -> list[EventRecord]:
+        log = small_log()
+        log.compact(1, 2, "summary", tokens=7)
+        return [replace(e, type=e.type.replace("compaction/", spelling)) for e in log.events]
+
+    for projection in (V5, V6):
+        older = [step.view for step in fold_views(projection, compacted("compact/"))]
+        assert older == [step.view for step in fold_views(projection, compacted("compaction/"))]
+    assert fold(V6, compacted("compact/")).total == fold(V6, compacted("compaction/")).total
 
 
 def test_an_unpriceable_message_stops_the_fold_naming_seq_and_field() -> None:

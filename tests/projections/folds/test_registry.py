@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV8
 from projections.folds.registry import (
     UnknownProjection,
     defined_versions,
@@ -14,7 +14,7 @@ from projections.folds.registry import (
 
 def test_live_versions_name_every_key() -> None:
     assert live_versions() == {
-        "contextBreakdown": 6,
+        "contextBreakdown": 8,
         "tokenUsage": 1,
         "contextPressure": 1,
         "cacheMetrics": 1,
@@ -22,7 +22,7 @@ def test_live_versions_name_every_key() -> None:
 
 
 def test_get_projection_without_a_version_gives_the_live_one() -> None:
-    assert isinstance(get_projection("contextBreakdown"), ContextBreakdownV6)
+    assert isinstance(get_projection("contextBreakdown"), ContextBreakdownV8)
 
 
 def test_get_projection_gives_an_older_version_on_request() -> None:
@@ -34,7 +34,7 @@ def test_every_live_definition_has_its_key_and_version() -> None:
 
 
 def test_defined_versions_lists_old_and_new() -> None:
-    assert defined_versions("contextBreakdown") == (5, 6)
+    assert defined_versions("contextBreakdown") == (5, 6, 7, 8)
 
 
 def test_an_unknown_key_is_refused_naming_the_known_keys() -> None:
@@ -43,5 +43,5 @@ def test_an_unknown_key_is_refused_naming_the_known_keys() -> None:
 
 
 def test_an_unknown_version_is_refused_naming_the_defined_ones() -> None:
-    with pytest.raises(UnknownProjection, match=r"no state version 4; defined versions: \[5, 6\]"):
+    with pytest.raises(UnknownProjection, match=r"no state version 4; defined versions: \[5, 6, 7, 8\]"):
         get_projection("contextBreakdown", 4)

@@ -47,42 +47,136 @@ def test_event_time_accepts_epoch_ms_and_iso_and_is_utc(write: Any) -> None:
     assert events[1].time == datetime(2026, 1, 2, 3, 0, tzinfo=UTC)
 
 
-def test_packed_chunk_rows_expand_into_assistant_chunks(write: Any) -> None:
-    packed = {
+def packed_log(write: Any, row: dict[str, Any]) -> list[Any]:
+    """The events of a log: ``turn/start`` at seq 0, the packed row, and an event after it."""
+    after = event(row["seq0"] + len(row["data"].get("texts", row["data"].get("args", []))))
+    events, _, errors = drain(
+        read_dsh_session(write("session.jsonl", jsonl([header(0), event(0), row, after])))
+    )
+    assert errors == []
+    return events
+
+
+def chunk_event(
+    seq: int, time_ms: int, chunk: dict[str, Any]
+) -> tuple[int, str, datetime | None, dict[str, Any]]:
+    return (
+        seq,
+        "assistant/chunk",
+        datetime.fromtimestamp(time_ms / 1000, tz=UTC),
+        {"turn": 1, "step": 2, "chunk": chunk},
+    )
+
+
+def shape(events: list[Any]) -> list[tuple[int, str, datetime | None, Any]]:
+    return [(e.seq, e.type, e.time, e.data) for e in events]
+
+
+def test_text_chunk_rows_expand_into_the_text_deltas_the_harness_replays(write: Any) -> None:
+    row = {
         "type": "text-chunks",
         "seq0": 1,
         "time0": 1000,
-        "data": {"dt": [0, 5, 9], "chunks": ["a", "b", "c"]},
+        "data": {"turn": 1, "step": 2, "index": 0, "dt": [5, 9], "texts": ["He", "ll", "o"]},
     }
-    bare = {"type": "reasoning-chunks", "seq0": 4, "time0": 2000, "data": {"dt": [1]}}
-    events, _, errors = drain(
-        read_dsh_session(write("session.jsonl", jsonl([header(), event(0), packed, bare])))
-    )
-    assert errors == []
-    chunks = events[1:]
-    assert [(e.seq, e.type) for e in chunks] == [(i, "assistant/chunk") for i in range(1, 5)]
-    assert [e.data for e in chunks] == [
-        {"kind": "text", "chunk": "a"},
-        {"kind": "text", "chunk": "b"},
-        {"kind": "text", "chunk": "c"},
-        {"kind": "reasoning"},
+    events = packed_log(write, row)
+    assert shape(events[1:4]) == [
+        chunk_event(1, 1000, {"type": "text-delta", "index": 0, "text": "He"}),
+        chunk_event(2, 1005, {"type": "text-delta", "index": 0, "text": "ll"}),
+        chunk_event(3, 1014, {"type": "text-delta", "index": 0, "text": "o"}),
     ]
-    assert [e.time for e in chunks][:3] == [
-        datetime.fromtimestamp(t / 1000, tz=UTC) for t in (1000, 1005, 1009)
+    assert [e.seq for e in events] == [0, 1, 2, 3, 4]
+
+
+def test_reasoning_chunk_rows_expand_into_reasoning_deltas_with_negative_gaps_kept(write: Any) -> None:
+    row = {
+        "type": "reasoning-chunks",
+        "seq0": 1,
+        "time0": 2000,
+        "data": {"turn": 1, "step": 2, "index": 3, "dt": [0, -2], "texts": ["a", "b", "c"]},
+    }
+    events = packed_log(write, row)
+    assert shape(events[1:4]) == [
+        chunk_event(1, 2000, {"type": "reasoning-delta", "index": 3, "text": "a"}),
+        chunk_event(2, 2000, {"type": "reasoning-delta", "index": 3, "text": "b"}),
+        chunk_event(3, 1998, {"type": "reasoning-delta", "index": 3, "text": "c"}),
+    ]
+    assert [e.seq for e in events] == [0, 1, 2, 3, 4]
+
+
+def test_tool_call_chunk_rows_expand_into_tool_call_deltas_with_the_call_identity(write: Any) -> None:
+    data = {
+        "turn": 1,
+        "step": 2,
+        "index": 1,
+        "dt": [1],
+        "id": "call_1",
+        "name": "bash",
+        "args": ['{"c', 'md":1}'],
+    }
+    events = packed_log(write, {"type": "tool-call-chunks", "seq0": 1, "time0": 50, "data": data})
+    assert shape(events[1:3]) == [
+        chunk_event(
+            1,
+            50,
+            {"type": "tool-call-delta", "index": 1, "id": "call_1", "name": "bash", "argumentsDelta": '{"c'},
+        ),
+        chunk_event(
+            2,
+            51,
+            {
+                "type": "tool-call-delta",
+                "index": 1,
+                "id": "call_1",
+                "name": "bash",
+                "argumentsDelta": 'md":1}',
+            },
+        ),
+    ]
+    assert list(events[1].data["chunk"]) == ["type", "index", "id", "name", "argumentsDelta"]
+    assert [e.seq for e in events] == [0, 1, 2, 3]
+
+
+def test_tool_call_chunk_rows_without_a_name_give_deltas_without_one(write: Any) -> None:
+    data = {"turn": 1, "step": 2, "index": 1, "dt": [0, 0], "id": "call_1", "args": ["a", "b", "c"]}
+    events = packed_log(write, {"type": "tool-call-chunks", "seq0": 1, "time0": 50, "data": data})
+    assert [e.data["chunk"] for e in events[1:4]] == [
+        {"type": "tool-call-delta", "index": 1, "id": "call_1", "argumentsDelta": text} for text in "abc"
     ]
 
 
-def test_harness_packed_rows_with_one_more_member_than_gaps_are_cumulative(write: Any) -> None:
-    packed = {"type": "text-chunks", "seq0": 0, "time0": 10, "data": {"dt": [2, 3], "texts": ["H", "i", "!"]}}
-    events, _, _ = drain(read_dsh_session(write("session.jsonl", jsonl([header(0), packed]))))
-    assert [e.data["chunk"] for e in events] == ["H", "i", "!"]
-    assert [e.time for e in events] == [datetime.fromtimestamp(t / 1000, tz=UTC) for t in (10, 12, 15)]
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b"]}, "data.dt"),
+        ({"turn": 1, "step": 1, "index": 0, "dt": [], "texts": []}, "data.texts"),
+        ({"turn": 1, "step": 1, "index": 0, "dt": [1], "chunks": ["a", "b"]}, "data"),
+        ({"turn": 1, "step": 1, "index": 0, "dt": [1.5], "texts": ["a", "b"]}, "data.dt"),
+        ({"turn": "1", "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]}, "data.turn"),
+    ],
+)
+def test_a_packed_row_the_harness_would_refuse_is_a_line_error(
+    write: Any, data: dict[str, Any], field: str
+) -> None:
+    row = {"type": "text-chunks", "seq0": 0, "time0": 10, "data": data}
+    events, _, errors = drain(read_dsh_session(write("session.jsonl", jsonl([header(), row]))))
+    assert events == []
+    assert [(e.line, e.field) for e in errors] == [(2, field)]
 
 
-def test_packed_row_with_mismatched_chunks_is_a_line_error(write: Any) -> None:
-    packed = {"type": "text-chunks", "seq0": 0, "time0": 10, "data": {"dt": [1], "chunks": ["a", "b", "c"]}}
-    _, _, errors = drain(read_dsh_session(write("session.jsonl", jsonl([header(), packed]))))
-    assert [(e.line, e.field) for e in errors] == [(2, "data.chunks")]
+def test_compaction_events_in_the_older_compact_spelling_are_known(write: Any) -> None:
+    rows = [header(0), event(0, "compact/start"), event(1, "compact/end")]
+    session = read_dsh_session(write("session.jsonl", jsonl(rows)))
+    events, _, errors = drain(session)
+    assert [e.type for e in events] == ["compact/start", "compact/end"]
+    assert (session.unfoldable, errors) == ("", [])
+
+
+def test_every_type_of_the_harness_catalogue_is_known(write: Any) -> None:
+    rows = [header(0), event(0, "approval/asked"), event(1, "team/message/queued"), event(2, "session/title")]
+    session = read_dsh_session(write("session.jsonl", jsonl(rows)))
+    drain(session)
+    assert session.unfoldable == ""
 
 
 def test_unknown_ignorable_type_is_kept_and_session_stays_foldable(write: Any) -> None:
