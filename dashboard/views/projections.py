@@ -20,6 +20,7 @@ from dashboard.roles import OPERATOR, has_role
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_resume
 from dashboard.services.refold_report import fold_run_report
 from dashboard.tasks import refold_run_task
+from dashboard.views.htmx import HtmxHttpRequest
 from projections.folds.registry import defined_versions, live_versions
 
 RUNS_LISTED = 20
@@ -106,10 +107,10 @@ def _page_context(request: HttpRequest, form: RefoldForm | None = None) -> dict[
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def projection_list(request: HttpRequest) -> HttpResponse:
+def projection_list(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _start_run(request)
-    template = "dashboard/projections.html" + ("#fold-runs" if getattr(request, "htmx", False) else "")
+    template = "dashboard/projections.html" + ("#fold-runs" if request.htmx else "")
     return render(request, template, _page_context(request))
 
 

@@ -8,7 +8,6 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.middleware import HtmxDetails
 
 from dashboard.charts import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
@@ -17,14 +16,10 @@ from dashboard.models.sessions import EVENTS_PER_PAGE
 from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 from dashboard.views.analysis import session_analysis_context
+from dashboard.views.htmx import HtmxHttpRequest
 
 REQUESTS_PER_PAGE = 100
 KNOWN_MODELS_SECONDS = 60
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    htmx: HtmxDetails | None = getattr(request, "htmx", None)
-    return bool(htmx)
 
 
 def sessions_page(params: QueryDict) -> dict[str, Any]:
@@ -56,8 +51,8 @@ def _known_models() -> list[str]:
 
 @require_GET
 @vary_on_headers("HX-Request")
-def session_list(request: HttpRequest) -> HttpResponse:
-    template = "dashboard/session_list.html" + ("#session-table" if _is_htmx(request) else "")
+def session_list(request: HtmxHttpRequest) -> HttpResponse:
+    template = "dashboard/session_list.html" + ("#session-table" if request.htmx else "")
     return render(request, template, sessions_page(request.GET))
 
 
