@@ -108,6 +108,28 @@ def answering_seq(previous: EventRecord | None) -> int | None:
     return None if previous is None else previous.seq
 
 
+ANSWERING_TYPES = ("cache/request", "assistant/message", "compaction/summary")
+"""The event types that answer a provider call."""
+
+
+def answered_keys(seq: int, event_type: str, data: Mapping[str, JSON]) -> tuple[str, ...]:
+    """The request keys an answering event can stand for, as the importers key their calls.
+
+    For requests stored before their answering seq was kept: a capture's ``cache/request`` names its
+    call in ``requestRef``; a Claude Code reply in ``requestId`` (or ``messageId`` without one); a dsh
+    reply or summary is keyed ``seq-<n>``.
+    """
+    if event_type == "cache/request":
+        ref = data.get("requestRef")
+        return (ref,) if isinstance(ref, str) and ref else ()
+    if event_type not in ANSWERING_TYPES:
+        return ()
+    named = next(
+        (data[k] for k in ("requestId", "messageId") if isinstance(data.get(k), str) and data[k]), None
+    )
+    return (named, f"seq-{seq}") if named else (f"seq-{seq}",)
+
+
 def largest_prompts(requests: Iterable[RequestFigures]) -> dict[str, int]:
     """The largest reported prompt per model: a prompt above a standard window proves a larger one."""
     largest: dict[str, int] = {}

@@ -103,17 +103,22 @@ def session_breakdown_series_cached(*, session: Session) -> BreakdownSeries:
     A log only grows, so its event and request counts and the live state version name one series; a
     long session's page then folds its log once, not on every view.
     """
-    version = get_projection("contextBreakdown").state_version
-    born = session.created_at.timestamp() if session.created_at else 0
-    key = (
-        f"breakdown-series:{session.pk}:{born}:{session.event_count}:{session.request_count}:{version}:"
-        f"{bool(session.unfoldable)}"
-    )
+    key = series_cache_key(session)
     series: BreakdownSeries | None = cache.get(key)
     if series is None:
         series = session_breakdown_series(session=session)
         cache.set(key, series, SERIES_CACHE_SECONDS)
     return series
+
+
+def series_cache_key(session: Session) -> str:
+    """The cache key of a session's series: it names the log's length and the live state version."""
+    version = get_projection("contextBreakdown").state_version
+    born = session.created_at.timestamp() if session.created_at else 0
+    return (
+        f"breakdown-series:{session.pk}:{born}:{session.event_count}:{session.request_count}:{version}:"
+        f"{bool(session.unfoldable)}"
+    )
 
 
 def session_breakdown_series(*, session: Session) -> BreakdownSeries:

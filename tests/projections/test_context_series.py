@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from projections.context_series import ContextRow, RequestFigures, answering_seq, context_rows
+from projections.context_series import ContextRow, RequestFigures, answered_keys, answering_seq, context_rows
 from projections.normalized import EventRecord
 from projections.request_breakdown import RequestBreakdown
 
@@ -155,3 +155,17 @@ def test_a_fold_that_stops_still_gives_the_rows_before_it() -> None:
     with pytest.raises(ValueError, match="seq 1"):
         rows.extend(context_rows(steps(), {}))
     assert [row.seq for row in rows] == [0]
+
+
+def test_an_answering_event_stands_for_the_keys_the_importers_give_their_calls() -> None:
+    assert answered_keys(3, "cache/request", {"requestRef": "req_1"}) == ("req_1",)
+    assert answered_keys(4, "assistant/message", {"requestId": "req_2", "messageId": "msg"}) == (
+        "req_2",
+        "seq-4",
+    )
+    assert answered_keys(5, "assistant/message", {"requestId": "", "messageId": "msg_5"}) == (
+        "msg_5",
+        "seq-5",
+    )
+    assert answered_keys(6, "compaction/summary", {}) == ("seq-6",)
+    assert answered_keys(7, "user/message", {"requestId": "x"}) == ()
