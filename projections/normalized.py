@@ -121,7 +121,23 @@ class LineError:
         return f"{where}: {self.field}: {self.reason}"
 
 
-SessionItem = EventRecord | RequestRecord | LineError
+@dataclass(frozen=True, slots=True)
+class LineNotice:
+    """A line that was stored after a change that made it storable (a NUL or a lone surrogate
+    replaced). Reported beside the errors, never counted among them: nothing of the line was lost
+    but those characters."""
+
+    path: str
+    line: int | None
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.field}: {self.reason}"
+
+
+SessionItem = EventRecord | RequestRecord | LineError | LineNotice
 
 
 @dataclass(slots=True)

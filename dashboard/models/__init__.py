@@ -2,7 +2,7 @@
 
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.blocks import Block
-from dashboard.models.ingest import IngestError, IngestJob
+from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
 from dashboard.models.prices import ModelPrice
 from dashboard.models.projections import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow
 from dashboard.models.requests import Request
@@ -19,6 +19,7 @@ __all__ = [
     "FoldRunResult",
     "IngestError",
     "IngestJob",
+    "IngestNotice",
     "ModelPrice",
     "ProjcacheCheck",
     "ProjectionRow",

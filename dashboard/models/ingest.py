@@ -56,6 +56,9 @@ class IngestJob(models.Model):
     requests_added = models.PositiveIntegerField(default=0)
     duplicates = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
+    notice_count = models.PositiveIntegerField(
+        default=0, help_text="Lines stored after characters no database holds were replaced; not errors."
+    )
     message = models.TextField(blank=True)
 
     objects = IngestJobQuerySet.as_manager()
@@ -86,6 +89,24 @@ class IngestError(models.Model):
     """A bad line met during an ingest: file, line, field and reason."""
 
     job = models.ForeignKey(IngestJob, on_delete=models.CASCADE, related_name="errors")
+    path = models.CharField(max_length=1000)
+    line = models.PositiveIntegerField(null=True, blank=True)
+    field = models.CharField(max_length=200)
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["job", "id"]
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.field}: {self.reason}"
+
+
+class IngestNotice(models.Model):
+    """A line stored after a change that made it storable (a NUL or a lone surrogate replaced by
+    U+FFFD): file, line, field and what was replaced. Listed beside the errors, never counted as one."""
+
+    job = models.ForeignKey(IngestJob, on_delete=models.CASCADE, related_name="notices")
     path = models.CharField(max_length=1000)
     line = models.PositiveIntegerField(null=True, blank=True)
     field = models.CharField(max_length=200)

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from dashboard.models import Event, IngestError, IngestJob, Request, Session, Source
+from dashboard.models import Event, IngestError, IngestJob, IngestNotice, Request, Session, Source
 from dashboard.services.blocks import BlockStore
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups
@@ -27,7 +27,14 @@ from dashboard.services.summaries import session_refresh_summary
 from projections.cache.rendering import RenderError
 from projections.context_series import answering_seq, request_figures
 from projections.formats import read_sessions
-from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
+from projections.normalized import (
+    EventRecord,
+    FormatError,
+    LineError,
+    LineNotice,
+    RequestRecord,
+    SessionImport,
+)
 from projections.prices import PriceError
 
 BATCH_SIZE = 2000
@@ -48,6 +55,9 @@ class IngestSummary:
     requests_added: int = 0
     duplicates: int = 0
     errors: list[LineError] = field(default_factory=list)
+    """Lines, files or sessions that were not stored."""
+    notices: list[LineNotice] = field(default_factory=list)
+    """Lines stored after a change that made them storable (a NUL replaced): listed, not errors."""
     session_ids: list[int] = field(default_factory=list)
     followups_pending: list[int] = field(default_factory=list)
     """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
@@ -66,6 +76,7 @@ class IngestSummary:
             "requests": self.requests_added,
             "duplicates": self.duplicates,
             "errors": len(self.errors),
+            "notices": len(self.notices),
         }
 
 
@@ -167,13 +178,14 @@ def ingest_session(
             # A refused copy of a session already stored says nothing about the stored log: leave it.
             summary.sessions_unchanged += 1
             return None
-    errors_before = len(summary.errors)
+    errors_before, notices_before = len(summary.errors), len(summary.notices)
     try:
         with gc_paused(), transaction.atomic():
             session = _write_session(imported, source, summary, blocks)
     except FormatError as error:
         # The log could not be read to its end: nothing of this session is kept, not half of it.
         del summary.errors[errors_before:]
+        del summary.notices[notices_before:]
         summary.errors.append(error.error)
         blocks.rollback()
         return None
@@ -235,6 +247,8 @@ def _write_session(
             if len(requests) >= BATCH_SIZE // 10:
                 blocks.flush()
                 added_requests += _flush_requests(requests)
+        elif isinstance(item, LineNotice):
+            summary.notices.append(item)
         else:
             summary.errors.append(item)
 
@@ -402,12 +416,17 @@ def _record_on_job(job: IngestJob, summary: IngestSummary) -> None:
         IngestError(job=job, path=e.path[-1000:], line=e.line, field=e.field[:200], reason=e.reason)
         for e in summary.errors
     )
+    IngestNotice.objects.bulk_create(
+        IngestNotice(job=job, path=n.path[-1000:], line=n.line, field=n.field[:200], reason=n.reason)
+        for n in summary.notices
+    )
     job.sessions_added = summary.sessions_added
     job.sessions_updated = summary.sessions_updated
     job.events_added = summary.events_added
     job.requests_added = summary.requests_added
     job.duplicates = summary.duplicates
     job.error_count = len(summary.errors)
+    job.notice_count = len(summary.notices)
     job.status = IngestJob.Status.DONE
     job.finished_at = timezone.now()
     job.save()

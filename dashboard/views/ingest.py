@@ -15,6 +15,9 @@ from dashboard.tasks import ingest_job_task
 from dashboard.views.htmx import HtmxHttpRequest
 from projections.formats import FORMAT_NAMES
 
+NOTICES_SHOWN = 200
+"""Notices listed on a job's page; a repaired file can have one per line, and each says the same."""
+
 
 class MultipleFileInput(forms.ClearableFileInput):
     allow_multiple_selected = True
@@ -80,4 +83,6 @@ def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
         status = HttpResponseStopPolling.status_code if job.is_finished else 200
         return render(request, "dashboard/ingest_job.html#job-progress", {"job": job}, status=status)
     errors = Paginator(job.errors.all(), 200).get_page(request.GET.get("page"))
-    return render(request, "dashboard/ingest_job.html", {"job": job, "errors": errors})
+    notices = job.notices.all()[:NOTICES_SHOWN]
+    context = {"job": job, "errors": errors, "notices": notices, "notices_shown": NOTICES_SHOWN}
+    return render(request, "dashboard/ingest_job.html", context)

@@ -119,6 +119,8 @@ def _items(path: Path, session: SessionImport, lineage: Lineage, keep: _Keep) ->
         for line in log.json_lines():
             if line.error is not None:
                 yield line.error
+            if line.notice is not None:
+                yield line.notice
             if line.value is not None and keep(line.value):
                 yield from transcript.feed(line.value, line.number)
         session.crash_tail = log.crash_tail

@@ -177,6 +177,8 @@ def _items(path: Path, session: SessionImport, head: _Head) -> Iterator[SessionI
         for line in log.json_lines():
             if line.error is not None:
                 yield line.error
+            if line.notice is not None:
+                yield line.notice
             if line.value is not None:
                 yield from rollout.feed(line.value, line.number)
         session.crash_tail = log.crash_tail

@@ -132,6 +132,8 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
         for line in lines:
             if line.error is not None:
                 yield line.error
+            if line.notice is not None:
+                yield line.notice
             if line.value is None:
                 lost_lines = True
                 continue

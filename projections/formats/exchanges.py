@@ -174,6 +174,8 @@ def _items(
         for line in log.json_lines():
             if line.error is not None and report_errors:
                 yield line.error
+            if line.notice is not None and report_errors:
+                yield line.notice
             if line.value is None:
                 continue
             if not keep(line.value):

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from projections.formats.storable import TooDeep, decode_storable
 from projections.formats.zstd_frames import ZstdCorruption, ZstdFramesStream, is_zstd_file
-from projections.normalized import JSON, LineError
+from projections.normalized import JSON, LineError, LineNotice
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest line accepted, after decompression; a longer one is a line error."""
@@ -42,14 +42,15 @@ class RawLine:
 class JsonLine:
     """One decoded JSON object of a log, or the error that replaced it.
 
-    A line with both ``value`` and ``error`` was repaired to be storable (see
-    :mod:`projections.formats.storable`): it is kept, and the error is reported beside it.
+    A line with a ``notice`` was repaired to be storable (see :mod:`projections.formats.storable`):
+    its value is kept, and the notice says which characters were replaced.
     """
 
     number: int
     offset: int
     value: dict[str, JSON] | None
     error: LineError | None = None
+    notice: LineNotice | None = None
 
 
 def is_zstd_path(path: Path) -> bool:
@@ -176,8 +177,8 @@ class LogLines:
                 reason = f"expected a JSON object, got {type(value).__name__}"
                 yield JsonLine(line.number, line.offset, None, LineError(path, line.number, "json", reason))
                 continue
-            note = LineError(path, line.number, "json", decoded.repaired) if decoded.repaired else None
-            yield JsonLine(line.number, line.offset, value, note)
+            notice = LineNotice(path, line.number, "json", decoded.repaired) if decoded.repaired else None
+            yield JsonLine(line.number, line.offset, value, notice=notice)
 
 
 def _reason(error: Exception) -> str:

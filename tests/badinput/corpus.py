@@ -34,7 +34,8 @@ class BadInput:
     words: str = ""
     """Words the error's reason must contain."""
     where: str = "line-error"
-    """``line-error`` (a bad line), ``fatal`` (the session is refused), ``unfoldable`` (kept, cannot be
+    """``line-error`` (a bad line), ``line-notice`` (a line stored after replacing characters no
+    database holds), ``fatal`` (the session is refused), ``unfoldable`` (kept, cannot be
     folded), ``fold-error`` (stored; the fold stops there), ``render-warning`` (stored with a warning),
     ``crash-tail`` (an incomplete last record, dropped)."""
     baseline: Path | None = None
@@ -101,7 +102,14 @@ def lone_surrogate(folder: Path) -> BadInput:
     broken = _line(rows[2]).replace(b"question 1", b"question \\ud800 1")
     path = _write_lines(_bad_path(folder, sid), [*rows[:2], broken, *rows[3:]])
     return BadInput(
-        "lone-surrogate", path, "json", line=3, words="surrogate", baseline=baseline, external_id=sid
+        "lone-surrogate",
+        path,
+        "json",
+        line=3,
+        words="surrogate",
+        baseline=baseline,
+        external_id=sid,
+        where="line-notice",
     )
 
 
@@ -110,7 +118,16 @@ def nul_character(folder: Path) -> BadInput:
     sid, rows, baseline = _dsh_pair(folder, "nul-character")
     broken = _line(rows[2]).replace(b"question 1", b"question \\u0000 1")
     path = _write_lines(_bad_path(folder, sid), [*rows[:2], broken, *rows[3:]])
-    return BadInput("nul-character", path, "json", line=3, words="U+0000", baseline=baseline, external_id=sid)
+    return BadInput(
+        "nul-character",
+        path,
+        "json",
+        line=3,
+        words="U+0000",
+        baseline=baseline,
+        external_id=sid,
+        where="line-notice",
+    )
 
 
 def deep_json(folder: Path, depth: int = 10_000) -> BadInput:

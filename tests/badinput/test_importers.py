@@ -9,7 +9,7 @@ import pytest
 
 from projections.formats import read_sessions
 from projections.formats.storable import MAX_JSON_DEPTH, TooDeep, decode_storable
-from projections.normalized import EventRecord, LineError, RequestRecord, SessionImport
+from projections.normalized import EventRecord, LineError, LineNotice, RequestRecord, SessionImport
 from tests.badinput.corpus import CASES, BadInput
 
 
@@ -27,8 +27,6 @@ def _read(case: BadInput) -> tuple[SessionImport, list[EventRecord], list[Reques
 BAD_LINES = (
     "truncated-line",
     "invalid-utf8",
-    "lone-surrogate",
-    "nul-character",
     "deep-json",
     "seq-gap",
     "seq-duplicate",
@@ -36,7 +34,8 @@ BAD_LINES = (
     "transcript-conflicting-call",
     "transcript-bad-usage",
 )
-SESSION_LEVEL = tuple(sorted(set(CASES) - set(BAD_LINES)))
+REPAIRED_LINES = ("lone-surrogate", "nul-character")
+SESSION_LEVEL = tuple(sorted(set(CASES) - set(BAD_LINES) - set(REPAIRED_LINES)))
 
 
 @pytest.mark.parametrize("name", BAD_LINES)
@@ -87,7 +86,21 @@ def test_a_repaired_line_is_kept_with_the_replacement_character(tmp_path: Path) 
     _, events, _, errors = _read(case)
     assert [e.seq for e in events] == [0, 1, 2, 3, 4]
     assert events[1].data["content"] == "question \ufffd 1"
-    assert len(errors) == 1
+    assert errors == []
+
+
+@pytest.mark.parametrize("name", REPAIRED_LINES)
+def test_each_repaired_line_is_a_notice_naming_file_line_and_field_not_an_error(
+    name: str, tmp_path: Path
+) -> None:
+    case = CASES[name](tmp_path)
+    assert case.where == "line-notice"
+    items = list(next(iter(read_sessions(case.path, format=case.format))).items)
+    [notice] = [i for i in items if isinstance(i, LineNotice)]
+    assert (notice.path, notice.line, notice.field) == (str(case.path), case.line, case.field)
+    assert case.words in notice.reason
+    assert f"{case.path}:{case.line}:" in str(notice)
+    assert not [i for i in items if isinstance(i, LineError)]
 
 
 def test_a_seq_gap_drops_the_event_and_marks_the_log_unfoldable(tmp_path: Path) -> None:

@@ -64,6 +64,11 @@ def test_a_bad_copy_of_a_stored_session_changes_nothing_stored(name: str, tmp_pa
     session = Session.objects.get(pk=stored.pk)
     if case.where == "line-error":
         assert (str(case.path), case.line, case.field) in [(e.path, e.line, e.field) for e in summary.errors]
+    elif case.where == "line-notice":
+        assert [(n.path, n.line, n.field) for n in summary.notices] == [
+            (str(case.path), case.line, case.field)
+        ]
+        assert not summary.errors
     elif case.where == "fatal":
         [error] = summary.errors
         assert f"{case.path}:{case.line}: {case.field}:" in error.reason
@@ -78,8 +83,8 @@ def test_a_bad_copy_of_a_stored_session_changes_nothing_stored(name: str, tmp_pa
 def test_unstorable_characters_are_stored_as_replacement_characters(name: str, tmp_path: Path) -> None:
     case = CASES[name](tmp_path)
     summary = _ingest(case.path)
-    [error] = summary.errors
-    assert (error.line, error.field) == (3, "json")
+    [notice] = summary.notices
+    assert (notice.line, notice.field, summary.errors) == (3, "json", [])
     event = Event.objects.get(session__external_id=case.external_id, seq=1)
     assert "\ufffd" in event.data["content"]
     assert Event.objects.filter(session__external_id=case.external_id).count() == 5

@@ -44,16 +44,22 @@ class Command(BaseCommand):
         bar.close()
 
         if options["json"]:
-            result = summary.as_dict() | {"job": job.pk, "error_lines": [str(e) for e in summary.errors]}
+            result = summary.as_dict() | {
+                "job": job.pk,
+                "error_lines": [str(e) for e in summary.errors],
+                "notice_lines": [str(n) for n in summary.notices],
+            }
             self.stdout.write(json.dumps(result, indent=2))
         else:
             for error in summary.errors:
                 self.stderr.write(str(error))
+            for notice in summary.notices:
+                self.stderr.write(f"notice: {notice}")
             counts = summary.as_dict()
             self.stdout.write(
                 "{sessions} sessions ({sessions_added} new, {sessions_updated} updated, {sessions_unchanged} "
                 "unchanged), {events} events, {requests} requests added; {duplicates} duplicates skipped; "
-                "{errors} errors".format(**counts)
+                "{errors} errors, {notices} notices".format(**counts)
             )
             if not summary.events_added and not summary.requests_added and summary.duplicates:
                 self.stdout.write("Nothing new: everything in these files was already stored.")

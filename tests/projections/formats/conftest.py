@@ -66,6 +66,6 @@ def drain(session: SessionImport) -> tuple[list[EventRecord], list[RequestRecord
             events.append(item)
         elif isinstance(item, RequestRecord):
             requests.append(item)
-        else:
+        elif isinstance(item, LineError):
             errors.append(item)
     return events, requests, errors
