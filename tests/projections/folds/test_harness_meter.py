@@ -1,0 +1,76 @@
+"""``contextBreakdown`` against the harness's own meter, after every event of logs the harness wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from projections.events import FoldError
+from projections.folds.registry import fold_views, get_projection
+from projections.formats.dsh import read_dsh_session
+from projections.normalized import EventRecord, LineError, LineNotice
+from tests.conftest import SHARED_DATA
+from tests.projections.harness_meter import log_lines, meter
+
+REAL_LOGS = sorted((SHARED_DATA / "dsh-real").glob("*.jsonl"))
+FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures" / "dsh"
+
+Figures = tuple[int, int, int, int]
+
+
+def read_events(path: Path) -> tuple[list[EventRecord], str]:
+    """The log's events and why it cannot be folded; a line error or notice fails the test."""
+    session = read_dsh_session(path)
+    items = list(session.items)
+    assert not session.fatal
+    assert [item for item in items if isinstance(item, LineError | LineNotice)] == []
+    return [item for item in items if isinstance(item, EventRecord)], session.unfoldable
+
+
+def live_breakdown(events: list[EventRecord]) -> list[Figures]:
+    """``(seq, systemTokens, toolsTokens, messageTokens)`` of the live version after every event."""
+    live = get_projection("contextBreakdown")
+    return [
+        (step.seq, step.view.system_tokens, step.view.tools_tokens, step.view.message_tokens)
+        for step in fold_views(live, events)
+    ]
+
+
+@pytest.mark.shared_data
+def test_all_29_real_dsh_logs_are_checked(shared_data: Path) -> None:
+    assert len(sorted((shared_data / "dsh-real").glob("*.jsonl"))) == len(REAL_LOGS) == 29
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("path", REAL_LOGS, ids=lambda path: path.name)
+def test_a_real_log_shows_what_the_harness_meter_shows_after_every_event(
+    path: Path, shared_data: Path
+) -> None:
+    events, unfoldable = read_events(path)
+    assert unfoldable == ""
+    assert [event.seq for event in events] == list(range(len(events)))
+    assert live_breakdown(events) == list(meter(log_lines(path)))
+
+
+def test_a_hand_made_header_era_log_shows_what_the_harness_meter_shows_after_every_event() -> None:
+    path = FIXTURES / "header-era.session.jsonl"
+    events, unfoldable = read_events(path)
+    assert unfoldable == ""
+    ours = live_breakdown(events)
+    assert ours == list(meter(log_lines(path)))
+    # The log exercises what it is there for: both envelope figures, and a compaction that shrinks
+    # the messages, metered in the older compact/* spelling.
+    assert all(system > 0 and tools > 0 for _, system, tools, _ in ours[6:])
+    assert len({tools for _, _, tools, _ in ours}) == 3
+    checkpoint = next(e.seq for e in events if e.type == "user/message" and e.surface_op != "append")
+    assert ours[checkpoint][3] < ours[checkpoint - 1][3]
+
+
+def test_a_hand_made_log_folds_past_an_ignorable_unknown_type_and_stops_at_another() -> None:
+    path = FIXTURES / "unknown-types.session.jsonl"
+    events, unfoldable = read_events(path)
+    assert unfoldable == "seq 4: unknown event type 'vendor/checkpoint' without ignorable"
+    with pytest.raises(FoldError, match=r"seq 4 \(vendor/checkpoint\): unknown-event-type"):
+        live_breakdown(events)
+    assert live_breakdown(events[:4]) == list(meter(log_lines(path)))[:4]
