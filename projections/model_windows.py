@@ -33,6 +33,7 @@ _ANTHROPIC_CONTEXT = "https://platform.claude.com/docs/en/build-with-claude/cont
 _OPENAI_MODELS = "https://platform.openai.com/docs/models"
 _GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
 _DEEPSEEK_PRICING = "https://api-docs.deepseek.com/quick_start/pricing"
+_DEEPSEEK_V4 = "https://openrouter.ai/deepseek/deepseek-v4-flash"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +101,9 @@ WINDOW_RULES: Final[tuple[WindowRule, ...]] = (
     _rule("openai", "o3 and o4-mini", r"o(3|4-mini)", 200_000, _OPENAI_MODELS),
     # Google: "Input token limit 1,048,576" on each Gemini 2.x model page.
     _rule("gemini", "Gemini 2.x", r"gemini-2\.", 1_048_576, _GEMINI_MODELS),
-    # DeepSeek: deepseek-chat and deepseek-reasoner (V3.2) at 128K.
+    # DeepSeek V4 (Flash, Pro): 1,048,576; the harness's own logs state 1,000,000 in request/context,
+    # which wins where present. deepseek-chat and deepseek-reasoner (V3.2): 128K (64K before V3.1).
+    _rule("deepseek", "DeepSeek V4 (Flash, Pro)", r"deepseek-v4", 1_048_576, _DEEPSEEK_V4),
     _rule(
         "deepseek", "DeepSeek V3.2 (chat, reasoner)", r"deepseek-(chat|reasoner)", 128_000, _DEEPSEEK_PRICING
     ),

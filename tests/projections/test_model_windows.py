@@ -32,6 +32,7 @@ from projections.model_windows import (
         ("gpt-5", 400_000),
         ("gemini-2.5-pro", 1_048_576),
         ("deepseek-chat", 128_000),
+        ("deepseek-v4-flash", 1_048_576),
     ],
 )
 def test_the_table_gives_each_family_its_window(model: str, tokens: int) -> None:
