@@ -105,6 +105,8 @@ class RequestRecord:
     status: int | None = None
     """HTTP status of the response when known; an error response has no usage."""
     line: int | None = None
+    betas: tuple[str, ...] = ()
+    """The request's ``anthropic-beta`` values when the source logged its headers (e.g. the 1M window)."""
 
 
 @dataclass(frozen=True, slots=True)
