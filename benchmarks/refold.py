@@ -1,10 +1,11 @@
-"""Re-folding ``contextBreakdown`` from state version 5 to 6 over a reference-shaped corpus (DESIGN §5.1).
+"""Re-folding ``contextBreakdown`` from its positional to its compact state version (7 to 8, which keep
+the surface rules of 5 and 6) over a reference-shaped corpus (DESIGN §5.1).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cachescope python benchmarks/refold.py [BROKER_URL]
 
 Prints, in one run: identical and diverged sessions; retained state under each version; fold
 throughput per version; the time to list every session with its breakdown row loaded from the
-database and validated (deserialized and viewed), v5 rows against v6 rows; and the wall time of a
+database and validated (deserialized and viewed), v7 rows against v8 rows; and the wall time of a
 re-fold job on 1 and on 2 Celery workers. ``DATABASE_URL`` names a PostgreSQL server: the figures
 are taken in a scratch database ``<name>_refold_bench`` created on it and dropped at the end. The
 broker (default ``redis://127.0.0.1:6379/14``) is purged of the refold queue first. Not part of the
@@ -30,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_BROKER = "redis://127.0.0.1:6379/14"
 LISTING_REPEATS = 5
+POSITIONAL, COMPACT = 7, 8
+"""The pair compared: one entry per message against the surviving system prompts, each with the envelope."""
 
 
 def main() -> None:
@@ -79,32 +82,39 @@ def _run(sessions: int, broker: str, database_url: str) -> None:
 
 
 def _engine_figures(corpus: list[tuple[str, list[Any]]]) -> None:
-    from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
     from projections.folds.fold import fold, fold_views, state_size_bytes
+    from projections.folds.registry import get_projection
 
-    v5, v6 = ContextBreakdownV5(), ContextBreakdownV6()
+    positional, compact = (
+        get_projection("contextBreakdown", POSITIONAL),
+        get_projection("contextBreakdown", COMPACT),
+    )
     identical = diverged = 0
-    sizes: dict[int, list[int]] = {5: [], 6: []}
+    sizes: dict[int, list[int]] = {POSITIONAL: [], COMPACT: []}
     for _, log in corpus:
         same = True
         old_state = new_state = None
-        for old, new in zip(fold_views(v5, log), fold_views(v6, log), strict=True):
+        for old, new in zip(fold_views(positional, log), fold_views(compact, log), strict=True):
             same = same and old.view == new.view
             old_state, new_state = old.state, new.state
         identical += same
         diverged += not same
-        sizes[5].append(state_size_bytes(v5, old_state if old_state is not None else v5.init()))
-        sizes[6].append(state_size_bytes(v6, new_state if new_state is not None else v6.init()))
+        sizes[POSITIONAL].append(
+            state_size_bytes(positional, old_state if old_state is not None else positional.init())
+        )
+        sizes[COMPACT].append(
+            state_size_bytes(compact, new_state if new_state is not None else compact.init())
+        )
     print(f"compared after every event: {identical} identical, {diverged} diverged")
-    for version in (5, 6):
+    for version in (POSITIONAL, COMPACT):
         values = sizes[version]
         print(
             f"retained state v{version}: {_size(sum(values))} total, "
             f"median {statistics.median(values):,.0f} B, max {max(values):,} B per session"
         )
-    print("  (reference: 7.13 MB under v5, 110 KB under v6)")
+    print("  (reference for these surface rules: 7.13 MB under v5, 110 KB under v6)")
     events = sum(len(log) for _, log in corpus)
-    for projection in (v5, v6):
+    for projection in (positional, compact):
         started = time.perf_counter()
         for _, log in corpus:
             fold(projection, log)
@@ -119,8 +129,8 @@ def _engine_figures(corpus: list[tuple[str, list[Any]]]) -> None:
 
 def _store(corpus: list[tuple[str, list[Any]]]) -> dict[str, int]:
     from dashboard.models import Event, ProjectionRow, Session, Source
-    from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
     from projections.folds.fold import fold, state_size_bytes, to_row
+    from projections.folds.registry import get_projection
 
     started = time.perf_counter()
     source = Source.objects.create(name="refold-bench")
@@ -147,7 +157,7 @@ def _store(corpus: list[tuple[str, list[Any]]]) -> dict[str, int]:
             ),
             batch_size=5000,
         )
-        for projection in (ContextBreakdownV5(), ContextBreakdownV6()):
+        for projection in (get_projection("contextBreakdown", v) for v in (POSITIONAL, COMPACT)):
             state = fold(projection, log)
             row = to_row(projection, state, log[-1].seq)
             rows.append(
@@ -162,7 +172,10 @@ def _store(corpus: list[tuple[str, list[Any]]]) -> dict[str, int]:
                 )
             )
     ProjectionRow.objects.bulk_create(rows, batch_size=500)
-    print(f"stored {len(ids)} sessions with v5 and v6 rows in {time.perf_counter() - started:.1f} s")
+    print(
+        f"stored {len(ids)} sessions with v{POSITIONAL} and v{COMPACT} rows "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
     return ids
 
 
@@ -175,7 +188,7 @@ def _listing_figures(corpus: list[tuple[str, list[Any]]], session_ids: dict[str,
 
     timings: dict[int, float] = {}
     connection.ensure_connection()
-    for version in (5, 6):
+    for version in (POSITIONAL, COMPACT):
         projection = get_projection("contextBreakdown", version)
         best = float("inf")
         for _ in range(LISTING_REPEATS):
@@ -189,7 +202,10 @@ def _listing_figures(corpus: list[tuple[str, list[Any]]], session_ids: dict[str,
         assert len(listing) == len(session_ids)
         timings[version] = best
         print(f"listing {len(listing)} sessions with validated v{version} rows: {best * 1000:.1f} ms")
-    print(f"  v6 listing is {timings[5] / timings[6]:.1f}x faster (target >= 15x; reference 75 ms -> 4.5 ms)")
+    print(
+        f"  v{COMPACT} listing is {timings[POSITIONAL] / timings[COMPACT]:.1f}x faster "
+        "(target >= 15x; reference for these surface rules: 75 ms -> 4.5 ms)"
+    )
 
 
 # --- re-fold jobs on Celery workers ------------------------------------------------------------------
@@ -208,13 +224,13 @@ def _worker_figures(session_ids: dict[str, int], broker: str, database_url: str)
         # A queue that does not exist yet holds nothing to purge.
         with contextlib.suppress(Exception):
             conn.default_channel.queue_purge("refold")
-    v5_rows = list(ProjectionRow.objects.filter(key="contextBreakdown", ver=5))
+    positional_rows = list(ProjectionRow.objects.filter(key="contextBreakdown", ver=POSITIONAL))
     for workers in (1, 2):
-        # Back to the state before a version bump: v5 rows only.
+        # Back to the state before a version bump: positional rows only.
         ProjectionRow.objects.filter(key="contextBreakdown").delete()
-        ProjectionRow.objects.bulk_create(_copies(v5_rows), batch_size=500)
+        ProjectionRow.objects.bulk_create(_copies(positional_rows), batch_size=500)
         Warning.objects.all().delete()
-        run = fold_run_create(key="contextBreakdown", from_version=5, to_version=6)
+        run = fold_run_create(key="contextBreakdown", from_version=POSITIONAL, to_version=COMPACT)
         with _workers(workers, broker, database_url):
             started = time.perf_counter()
             with app.connection_for_write(broker) as conn:

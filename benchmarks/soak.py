@@ -6,7 +6,7 @@
 A scratch database is created on the server of ``DATABASE_URL`` (dropped afterwards), migrated and
 given an API token; gunicorn serves the app and a Celery worker takes ingest follow-ups and the
 re-fold from Redis (``CELERY_BROKER_URL``, default redis://127.0.0.1:6379/14). Seed sessions are
-stored, a contextBreakdown v5 → v6 re-fold is enqueued, and ``--clients`` threads then grow their own
+stored, a contextBreakdown v7 → v8 re-fold is enqueued, and ``--clients`` threads then grow their own
 sessions batch by batch (every fifth batch resends one already accepted, to exercise idempotency).
 
 Printed: throughput (events/s, batches/s), p50/p95/max latency, errors, and the consistency check:
@@ -189,7 +189,7 @@ def _soak(args: argparse.Namespace, env: dict[str, str], port: int, secret: str)
         if status not in (200, 202) or answer.get("errors"):
             sys.exit(f"seeding failed: HTTP {status}: {answer}")
         tally.accepted[session_id].update(range(200))
-    refold = [sys.executable, "manage.py", "refold", "--key", "contextBreakdown", "--from", "5", "--to", "6"]
+    refold = [sys.executable, "manage.py", "refold", "--key", "contextBreakdown", "--from", "7", "--to", "8"]
     subprocess.run([*refold, "--async"], cwd=ROOT, env=env, check=True, capture_output=True)
     print(f"seeded {args.seed_sessions} sessions; re-fold enqueued")
     print(f"load           {args.clients} clients for {args.duration:.0f} s")
