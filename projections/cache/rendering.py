@@ -103,6 +103,12 @@ class _Units:
     ) -> None:
         """Append ``blocks``; ``kind`` names them all when their place decides it."""
         previous = self.message_indexes[-1] if self.message_indexes else -1
+        # The role and the start of a new message are part of what the model sees, so they join the
+        # chain even though the block hash (content address) leaves them out. The blocks of one call
+        # are one message: only the first can start a new one.
+        tier_tag = _TIER_TAG[tier]
+        role_tag = _ROLE_TAG.get(role, _UNKNOWN_ROLE)
+        start = _BOUNDARY[message_index != previous]
         for offset, block in enumerate(blocks):
             position = len(self.raws)
             unit_kind = kind or _kind(block)
@@ -117,12 +123,10 @@ class _Units:
                 self.marked.append(position)
             if unit_kind == "tool_result" and _has_nested_control(block):
                 self.nested.append(position)
-            self.tier_tags.append(_TIER_TAG[tier])
-            self.role_tags.append(_ROLE_TAG.get(role, _UNKNOWN_ROLE))
-            # The role and the start of a new message are part of what the model sees, so they
-            # join the chain even though the block hash (content address) leaves them out.
-            self.starts.append(_BOUNDARY[message_index != previous])
-            previous = message_index
+            self.tier_tags.append(tier_tag)
+            self.role_tags.append(role_tag)
+            self.starts.append(start)
+            start = _BOUNDARY[False]
 
     def controls(self) -> list[tuple[int, JSON]]:
         """(position, ``cache_control``) of each unit that carries a marker, in order."""
