@@ -22,11 +22,11 @@ def test_an_operator_starts_a_refold_and_watches_it_reach_its_report(
     login_as("operator")
     page.goto(live_server.url + "/projections/")
     page.get_by_role("combobox", name="Key").select_option("contextBreakdown")
-    page.get_by_role("combobox", name="From version").select_option("5")
-    page.get_by_role("combobox", name="To version").select_option("6")
+    page.get_by_role("combobox", name="From version").select_option("7")
+    page.get_by_role("combobox", name="To version").select_option("8")
     page.get_by_role("button", name="Start re-fold").click()
 
-    expect(page.get_by_role("heading", name="Re-fold #")).to_contain_text("contextBreakdown v5 → v6")
+    expect(page.get_by_role("heading", name="Re-fold #")).to_contain_text("contextBreakdown v7 → v8")
     expect(page.get_by_role("progressbar", name="Re-fold progress")).to_have_attribute(
         "aria-valuenow", "100", timeout=RUN_TIMEOUT_MS
     )
@@ -50,7 +50,7 @@ def test_a_runs_page_polls_its_progress_until_the_run_is_done(
     ingest_demo_file("dsh", "compacted")
     ingest_demo_file("dsh", "system-rewrites")
     first, second = Session.objects.order_by("pk").values_list("pk", flat=True)
-    run = fold_run_create(key="contextBreakdown", from_version=5, to_version=6)
+    run = fold_run_create(key="contextBreakdown", from_version=7, to_version=8)
     login_as("viewer")
     page.goto(live_server.url + run.get_absolute_url())
     progress = page.get_by_role("progressbar", name="Re-fold progress")
