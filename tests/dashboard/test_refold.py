@@ -25,7 +25,7 @@ from dashboard.services.refold import (
 from dashboard.services.refold_report import fold_run_report
 from dashboard.tasks import refold_run_task
 from projections.events import FoldError
-from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6
+from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6, ContextBreakdownV8
 from projections.folds.fold import fold, state_size_bytes, to_row
 from projections.synthetic import LogBuilder
 from tests.dashboard.test_folds import bad_claim_log, conversation, stored_session
@@ -359,3 +359,26 @@ def test_a_run_survives_its_worker_being_killed(tmp_path: Path) -> None:
     for name, session in sessions.items():
         with_v5_row(session, logs[name])
     assert outcome(refold_run(run_id=new_run().pk)) == after_kill
+
+
+def test_a_refold_across_the_envelope_bump_reports_where_the_tool_schemas_first_count(db: None) -> None:
+    log = LogBuilder()
+    log.user("hello")
+    header = log.header(system="You are terse.", tools=[{"name": "bash", "parameters": {"type": "object"}}])
+    log.assistant("hi")
+    store_corpus({"header-era": log})
+    run = refold_run(run_id=fold_run_create(key="contextBreakdown", from_version=6, to_version=8).pk)
+    result = FoldRunResult.objects.get(run=run)
+    assert (result.status, result.divergent_seq, result.divergent_type) == ("diverged", 1, "request/header")
+    v8 = ContextBreakdownV8()
+    assert result.from_view == {
+        "systemTokens": 0,
+        "toolsTokens": 0,
+        "messageTokens": V6.view(fold(V6, log.events[:2])).message_tokens,
+    }
+    assert result.to_view == v8.view(fold(v8, log.events[: header.seq + 1])).to_json()
+    assert result.to_view["toolsTokens"] > 0
+    assert result.to_view["systemTokens"] > 0
+    versions = ProjectionRow.objects.filter(key="contextBreakdown").values_list("ver", flat=True)
+    assert 8 in versions
+    assert 6 not in versions
