@@ -12,8 +12,7 @@ system prompt and a moving marker on the last message, and the next request of t
   differing character;
 - render throughput (request JSON → hashed units with calibrated tokens) in MB/s of request JSON
   (target: at least 200 MB/s), with the C hash and with the plain-Python one, beside BLAKE2b
-  alone (hashlib) over the units' canonical bytes; it says whether rendering.py runs compiled by
-  mypyc (a regular install) or from its source (an editable one);
+  alone (hashlib) over the units' canonical bytes;
 - with ``--requests PATH`` (any log with request bodies, e.g. a claude-trace log), the same render
   throughput over every request of that file.
 
@@ -139,8 +138,6 @@ def main() -> None:
     edited = render_request("anthropic", "messages", edited_body, usage=usage)
     print(f"requests: {args.messages:,} and {args.messages + 2:,} messages")
     print(f"          {size / 1e6:.2f} MB of JSON, {len(cur):,} units")
-    compiled = not str(sys.modules[render_request.__module__].__file__).endswith(".py")
-    print(f"rendering.py: {'compiled with mypyc (a wheel install)' if compiled else 'from its source'}")
 
     for name, nxt, body in (("appended", cur, cur_body), ("edited mid-history", edited, edited_body)):
         diff = diff_requests(prev, nxt, minimum=1024, lookback=20)
