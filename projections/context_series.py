@@ -92,14 +92,14 @@ class ContextRow:
         return row
 
 
-def request_figures(record: RequestRecord) -> RequestFigures:
+def request_figures(record: RequestRecord, *, host: str | None = None) -> RequestFigures:
     """What an imported call tells about its prompt: its body priced, its usage, its model's window.
 
     Raises :class:`~projections.prices.PriceError` for a body of a shape no provider sends.
     """
     prompt = record.usage.prompt_total if record.usage is not None else None
     breakdown = body_breakdown(record.api, record.body) if record.body is not None else None
-    found = context_window(record.model, betas=record.betas, largest_prompt=prompt)
+    found = context_window(record.model, betas=record.betas, largest_prompt=prompt, host=host)
     return RequestFigures(record.model, record.lineage, breakdown, prompt, found.tokens if found else None)
 
 
@@ -139,9 +139,11 @@ def largest_prompts(requests: Iterable[RequestFigures]) -> dict[str, int]:
     return largest
 
 
-def request_window(figures: RequestFigures, largest: Mapping[str, int]) -> int | None:
+def request_window(
+    figures: RequestFigures, largest: Mapping[str, int], host: str | None = None
+) -> int | None:
     """The window of a call's model: the larger of what the call showed and what the table gives."""
-    found = context_window(figures.model, largest_prompt=largest.get(figures.model))
+    found = context_window(figures.model, largest_prompt=largest.get(figures.model), host=host)
     windows = [w for w in (figures.context_window, found.tokens if found else None) if w is not None]
     return max(windows) if windows else None
 
@@ -165,12 +167,15 @@ class _Step:
 def context_rows(
     steps: Iterable[tuple[EventRecord, Mapping[str, JSON]]],
     requests: Mapping[int, RequestFigures],
+    *,
+    host: str | None = None,
 ) -> Iterator[ContextRow]:
     """One row per event, from the ``contextBreakdown`` view after it and the session's requests.
 
     ``steps`` pairs each event with the fold's view (``systemTokens``, ``toolsTokens`` — read as 0
     when the view has no such key — and ``messageTokens``); ``requests`` maps the seq of each
-    call's answering event to the call's figures.
+    call's answering event to the call's figures; ``host`` names the agent that wrote the log, for
+    the windows it runs models with (:func:`projections.model_windows.host_of_format`).
 
     The basis is one per session: request bodies when any call has one; otherwise the log, when the
     log prices a system prompt or tools by the first main call; otherwise usage. Rows before the
@@ -199,7 +204,7 @@ def context_rows(
         step = _Step(event.seq, event.type, system, tools, messages, None, window, "main", None)
         if figures is not None:
             if not stated_window:
-                window = request_window(figures, largest) or window
+                window = request_window(figures, largest, host) or window
             step = _Step(
                 event.seq,
                 event.type,

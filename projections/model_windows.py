@@ -50,14 +50,25 @@ class WindowRule:
     checked: date
     long_window: int | None = None
     """The window an explicit long-context request gets (the 1M beta), when the family has one."""
+    host_windows: tuple[tuple[str, int], ...] = ()
+    """Hosts that give the family a smaller window unless asked for the long one: ``(host, window)``."""
 
     def matches(self, model: str) -> bool:
         """Whether ``model`` (an API model id, any case) belongs to this family."""
         return re.match(self.pattern, _bare(model)) is not None
 
 
-def _rule(provider: str, family: str, pattern: str, window: int, source: str, **extra: int) -> WindowRule:
-    return WindowRule(provider, family, pattern, window, source, CHECKED, **extra)
+def _rule(
+    provider: str,
+    family: str,
+    pattern: str,
+    window: int,
+    source: str,
+    *,
+    long_window: int | None = None,
+    host_windows: tuple[tuple[str, int], ...] = (),
+) -> WindowRule:
+    return WindowRule(provider, family, pattern, window, source, CHECKED, long_window, host_windows)
 
 
 _1M = 1_000_000
@@ -66,6 +77,9 @@ _200K = 200_000
 WINDOW_RULES: Final[tuple[WindowRule, ...]] = (
     # Anthropic. Opus 4.6 onward and Sonnet 4.6 onward serve 1M natively (model pages, e.g.
     # https://platform.claude.com/docs/en/models/opus-4-6/overview: "Context window: 1M tokens").
+    # Claude Code runs the 4.6 to 4.8 models at 200k unless its model setting carries [1m]: its
+    # /context shows 200k for claude-opus-4-6 (https://github.com/anthropics/claude-code/issues/24208),
+    # and the shared Opus 4.6 transcript compacts at preTokens 170,251, at the 200k auto-compact point.
     _rule(
         "anthropic",
         "Claude Haiku 4.5 and older Haiku",
@@ -73,8 +87,24 @@ WINDOW_RULES: Final[tuple[WindowRule, ...]] = (
         _200K,
         _ANTHROPIC_MODELS,
     ),
-    _rule("anthropic", "Claude Opus 4.6 to 4.8", r"claude-opus-4-[678]", _1M, _ANTHROPIC_MODELS),
-    _rule("anthropic", "Claude Sonnet 4.6", r"claude-sonnet-4-6", _1M, _ANTHROPIC_MODELS),
+    _rule(
+        "anthropic",
+        "Claude Opus 4.6 to 4.8",
+        r"claude-opus-4-[678]",
+        _1M,
+        _ANTHROPIC_MODELS,
+        long_window=_1M,
+        host_windows=(("claude-code", _200K),),
+    ),
+    _rule(
+        "anthropic",
+        "Claude Sonnet 4.6",
+        r"claude-sonnet-4-6",
+        _1M,
+        _ANTHROPIC_MODELS,
+        long_window=_1M,
+        host_windows=(("claude-code", _200K),),
+    ),
     _rule(
         "anthropic",
         "Claude 5 family (Opus, Sonnet, Fable)",
@@ -140,25 +170,28 @@ def window_rule(model: str) -> WindowRule | None:
 
 
 def context_window(
-    model: str, *, betas: Iterable[str] = (), largest_prompt: int | None = None
+    model: str, *, betas: Iterable[str] = (), largest_prompt: int | None = None, host: str | None = None
 ) -> ContextWindow | None:
     """The context window of ``model``; ``None`` for a model the table does not know.
 
     ``betas`` are the request's ``anthropic-beta`` values; ``largest_prompt`` is the largest prompt
     the provider reported for this model in the session. Either can show the long-context window
-    of a family that has one.
+    of a family that has one. ``host`` (:func:`host_of_format`) names the agent that sent the
+    request, for a family that host runs with a smaller window.
     """
     rule = window_rule(model)
     if rule is None:
         return None
-    if rule.long_window is not None:
+    standard = dict(rule.host_windows).get(host or "", rule.window)
+    if rule.long_window is not None and rule.long_window > standard:
         if model.strip().lower().endswith(LONG_CONTEXT_SUFFIX):
             return ContextWindow(rule.long_window, "[1m] suffix", rule)
         if LONG_CONTEXT_BETA in set(betas):
             return ContextWindow(rule.long_window, "context-1m beta header", rule)
-        if largest_prompt is not None and largest_prompt > rule.window:
+        if largest_prompt is not None and largest_prompt > standard:
             return ContextWindow(rule.long_window, "prompt above the standard window", rule)
-    return ContextWindow(rule.window, "model table", rule)
+    reason = "model table" if standard == rule.window else f"{host} default"
+    return ContextWindow(standard, reason, rule)
 
 
 # --- where a host compacts -----------------------------------------------------------------------
@@ -204,3 +237,9 @@ _AUTO_COMPACT_BY_FORMAT: Final = {
 def auto_compact_rule(log_format: str) -> AutoCompactRule | None:
     """The automatic-compaction rule of the host that writes ``log_format``, if it has one."""
     return _AUTO_COMPACT_BY_FORMAT.get(log_format)
+
+
+def host_of_format(log_format: str) -> str | None:
+    """The agent host whose traffic a log format records, where the window rules know it."""
+    rule = _AUTO_COMPACT_BY_FORMAT.get(log_format)
+    return rule.host if rule is not None else None

@@ -21,7 +21,7 @@ from dashboard.models import Request, Session
 from dashboard.services.folds import Track, fold_tracks, session_records
 from projections.context_series import Basis, ContextRow, RequestFigures, context_rows
 from projections.folds.registry import get_projection
-from projections.model_windows import auto_compact_rule
+from projections.model_windows import auto_compact_rule, host_of_format
 from projections.normalized import JSON, EventRecord
 from projections.request_breakdown import RequestBreakdown
 
@@ -135,7 +135,8 @@ def session_breakdown_series(*, session: Session) -> BreakdownSeries:
     steps = _fold_steps(breakdown, session, series)
     last: tuple[int | None, ...] | None = None
     pending: BreakdownPoint | None = None
-    for row in context_rows(steps, session_request_figures(session=session)):
+    host = host_of_format(session.format)
+    for row in context_rows(steps, session_request_figures(session=session), host=host):
         series.events += 1
         if row.lineage == "side":
             continue

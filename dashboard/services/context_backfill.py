@@ -19,6 +19,7 @@ from dashboard.services.analysis import block_raws, stored_record, stored_record
 from dashboard.services.breakdown_series import series_cache_key
 from projections.cache.rebuild import StoredRequestError
 from projections.context_series import ANSWERING_TYPES, answered_keys, request_figures
+from projections.model_windows import host_of_format
 from projections.normalized import JSON
 from projections.prices import PriceError
 
@@ -60,28 +61,33 @@ def session_context_backfill(*, session_id: int, summary: BackfillSummary) -> No
         .order_by("ordinal")
         .values_list("pk", flat=True)
     )
+    session = Session.objects.filter(pk=session_id).first()
+    host = host_of_format(session.format) if session is not None else None
     for start in range(0, len(ids), REQUEST_BATCH):
         rows = list(Request.objects.filter(pk__in=ids[start : start + REQUEST_BATCH]))
         raws = block_raws(unit[0] for row in rows if row.has_body for unit in row.units)
         for row in rows:
-            _fill(row, seq_by_key, raws, summary)
+            _fill(row, seq_by_key, raws, summary, host)
         with transaction.atomic():
             Request.objects.bulk_update(rows, FIGURE_FIELDS)
     summary.sessions += 1
-    session = Session.objects.filter(pk=session_id).first()
     if session is not None:
         cache.delete(series_cache_key(session))
 
 
 def _fill(
-    row: Request, seq_by_key: dict[str, int], raws: Mapping[str, JSON], summary: BackfillSummary
+    row: Request,
+    seq_by_key: dict[str, int],
+    raws: Mapping[str, JSON],
+    summary: BackfillSummary,
+    host: str | None,
 ) -> None:
     row.event_seq = seq_by_key.get(row.key)
     if row.event_seq is None:
         summary.unmatched += 1
     try:
         record = stored_record(row, raws) if row.has_body else stored_record_usage_only(row)
-        figures = request_figures(record)
+        figures = request_figures(record, host=host)
     except (StoredRequestError, PriceError) as error:
         summary.errors.append(f"request {row.pk} ({row.key}): {error}")
         return

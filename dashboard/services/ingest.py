@@ -27,6 +27,7 @@ from dashboard.services.summaries import session_refresh_summary
 from projections.cache.rendering import RenderError
 from projections.context_series import answering_seq, request_figures
 from projections.formats import read_sessions
+from projections.model_windows import host_of_format
 from projections.normalized import (
     EventRecord,
     FormatError,
@@ -364,7 +365,7 @@ def _request_row(
         row.usage_convention = usage.convention
         row.usage_raw = dict(usage.raw)
     try:
-        figures = request_figures(record)
+        figures = request_figures(record, host=host_of_format(session.format))
     except PriceError as error:
         summary.errors.append(LineError(path, record.line, "request.body", str(error)))
     else:

@@ -169,3 +169,12 @@ def test_an_answering_event_stands_for_the_keys_the_importers_give_their_calls()
     )
     assert answered_keys(6, "compaction/summary", {}) == ("seq-6",)
     assert answered_keys(7, "user/message", {"requestId": "x"}) == ()
+
+
+def test_a_claude_code_session_gets_the_window_claude_code_runs_its_model_with() -> None:
+    requests = {0: RequestFigures("claude-opus-4-6", "main", None, 30_000)}
+    steps = [(event(0, "assistant/message"), view(messages=100))]
+    (row,) = context_rows(steps, requests, host="claude-code")
+    assert row.context_window == 200_000
+    (api,) = context_rows(steps, requests)
+    assert api.context_window == 1_000_000

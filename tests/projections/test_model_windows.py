@@ -10,6 +10,7 @@ from projections.model_windows import (
     WINDOW_RULES,
     auto_compact_rule,
     context_window,
+    host_of_format,
     window_rule,
 )
 
@@ -88,3 +89,24 @@ def test_only_claude_code_logs_have_an_auto_compact_line() -> None:
     assert auto_compact_rule("claude-trace") is CLAUDE_CODE_AUTO_COMPACT
     assert auto_compact_rule("dsh") is None
     assert auto_compact_rule("openai-capture") is None
+
+
+def test_claude_code_runs_the_4_6_models_at_200k_until_asked_for_1m() -> None:
+    default = context_window("claude-opus-4-6", host="claude-code")
+    assert default is not None
+    assert (default.tokens, default.reason) == (200_000, "claude-code default")
+    suffixed = context_window("claude-opus-4-6[1m]", host="claude-code")
+    assert suffixed is not None
+    assert suffixed.tokens == 1_000_000
+    proven = context_window("claude-sonnet-4-6", host="claude-code", largest_prompt=300_000)
+    assert proven is not None
+    assert proven.tokens == 1_000_000
+    api = context_window("claude-opus-4-6")
+    assert api is not None
+    assert api.tokens == 1_000_000
+
+
+def test_the_formats_that_record_claude_code_name_it_as_their_host() -> None:
+    assert host_of_format("claude-code") == "claude-code"
+    assert host_of_format("claude-trace") == "claude-code"
+    assert host_of_format("anthropic-capture") is None

@@ -29,6 +29,7 @@ from projections.context_series import (
 )
 from projections.folds.registry import FoldError, UnknownProjection, fold_views, get_projection
 from projections.formats import read_sessions
+from projections.model_windows import host_of_format
 from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
 from projections.prices import PriceError
 
@@ -63,7 +64,7 @@ class Command(BaseCommand):
             (by_seq[step.seq], projection.view_json(step.view)) for step in fold_views(projection, events)
         )
         try:
-            for row in context_rows(views, requests):
+            for row in context_rows(views, requests, host=host_of_format(session.format)):
                 if as_json:
                     self.stdout.write(json.dumps(row.to_json()))
                 else:
@@ -104,7 +105,7 @@ class Command(BaseCommand):
                 if seq is None:
                     continue
                 try:
-                    requests[seq] = request_figures(item)
+                    requests[seq] = request_figures(item, host=host_of_format(session.format))
                 except PriceError as error:
                     self.stderr.write(f"{session.path}:{item.line}: request.body: {error}")
             elif isinstance(item, LineError):
