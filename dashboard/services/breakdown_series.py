@@ -76,6 +76,9 @@ class BreakdownSeries:
     """Where the figures come from: ``request body``, ``log`` or ``usage``; ``None`` with no points."""
     auto_compact: int | None = None
     """Where the host compacts on its own for the current window, when the host does."""
+    first_inferred: int | None = None
+    """The inferred band at the session's first call, where the messages it absorbs are fewest: the
+    closest the band comes to the system prompt and tools alone."""
     times: dict[int, datetime | None] = field(default_factory=dict, repr=False)
     """Event times while folding (emptied as points are made)."""
 
@@ -142,6 +145,8 @@ def session_breakdown_series(*, session: Session) -> BreakdownSeries:
             continue
         series.basis = row.basis
         point = _point(row, series.times.pop(row.seq, None))
+        if series.first_inferred is None:
+            series.first_inferred = point.inferred
         figures = (point.system, point.tools, point.messages, point.inferred, point.provider, point.window)
         if figures != last or point.provider is not None:
             series.points.append(point)

@@ -108,6 +108,7 @@ def session_breakdown_context(session: Session) -> dict[str, Any]:
             "tools": now.tools,
             "messages": now.messages,
             "inferred": now.inferred,
+            "first_inferred": series.first_inferred,
             "used": now.used,
             "window": window,
             "free": None if window is None else max(0, window - now.used),

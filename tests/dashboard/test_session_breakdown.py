@@ -83,6 +83,7 @@ def test_a_transcript_series_infers_system_and_tools_from_the_provider_prompt(
     assert (now.system, now.tools) == (None, None)
     assert now.inferred is not None
     assert now.inferred > 0
+    assert series.first_inferred == next(p.inferred for p in series.points if p.inferred is not None)
     calls = [p for p in series.points if p.provider is not None]
     assert calls
     # At each call the stack is the provider's prompt: the band is exactly what the messages leave.
