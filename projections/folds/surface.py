@@ -33,16 +33,14 @@ class Surface:
 
 def resolve_range(nodes: Sequence[int], op: Replace, event: EventRecord) -> tuple[int, int]:
     """The inclusive positions in ``nodes`` that a replacement names, in either spelling."""
-    if op.by_seq:
-        start, end = (
-            _position_of(nodes, op.start, event, "startSeq"),
-            _position_of(nodes, op.end, event, "endSeq"),
-        )
+    if op.by_seq or _start_end_name_seqs(nodes, op, event):
+        first, last = ("startSeq", "endSeq") if op.by_seq else ("start", "end")
+        start, end = _position_of(nodes, op.start, event, first), _position_of(nodes, op.end, event, last)
         if start > end:
             raise fold_error(
                 event,
                 "replace-out-of-range",
-                f"startSeq {op.start} comes after endSeq {op.end} on the surface",
+                f"{first} {op.start} comes after {last} {op.end} on the surface",
             )
         return start, end
     if not 0 <= op.start <= op.end < len(nodes):
@@ -75,6 +73,26 @@ def fold_surface(events: Iterable[EventRecord], surface: Surface | None = None) 
     for event in events:
         current = apply_surface(current, event)
     return current
+
+
+def _start_end_name_seqs(nodes: Sequence[int], op: Replace, event: EventRecord) -> bool:
+    """Whether a ``{start, end}`` replacement names the seqs of its run's first and last node.
+
+    The harness writes ``start``/``end`` as seqs and lists every node it shadows in
+    ``sourceEventSeqs``; Cachescope's own logs write positions there (DESIGN §4.1). The sources tell
+    the two apart: read as positions unless the run those positions name is not among the sources
+    and the run the seqs name is.
+    """
+    sources = event.source_event_seqs
+    if not sources:
+        return False
+    cited = frozenset(sources)
+    if 0 <= op.start <= op.end < len(nodes) and cited.issuperset(nodes[op.start : op.end + 1]):
+        return False
+    if op.start not in cited or op.end not in cited or op.start not in nodes or op.end not in nodes:
+        return False
+    start, end = nodes.index(op.start), nodes.index(op.end)
+    return start <= end and cited.issuperset(nodes[start : end + 1])
 
 
 def _position_of(nodes: Sequence[int], seq: int, event: EventRecord, name: str) -> int:

@@ -74,3 +74,14 @@ def test_a_hand_made_log_folds_past_an_ignorable_unknown_type_and_stops_at_anoth
     with pytest.raises(FoldError, match=r"seq 4 \(vendor/checkpoint\): unknown-event-type"):
         live_breakdown(events)
     assert live_breakdown(events[:4]) == list(meter(log_lines(path)))[:4]
+
+
+@pytest.mark.shared_data
+def test_the_positional_version_agrees_with_the_live_one_on_every_real_log(shared_data: Path) -> None:
+    # The real logs meter every replacement exactly, and name its run by seqs in start/end: version 7
+    # must find the same nodes there that version 8's claim prices.
+    positional, live = get_projection("contextBreakdown", 7), get_projection("contextBreakdown", 8)
+    for path in REAL_LOGS:
+        events, _ = read_events(path)
+        ours = [step.view for step in fold_views(positional, events)]
+        assert ours == [step.view for step in fold_views(live, events)], path.name

@@ -35,6 +35,44 @@ def test_replace_by_seqs_swaps_the_run_for_the_new_node() -> None:
     assert fold_surface(log.events).seqs() == (0, 5)
 
 
+def harness_replace(log: LogBuilder, start_seq: int, end_seq: int, sources: tuple[int, ...]) -> None:
+    """A replacement as the harness writes it: seqs in ``start``/``end``, every shadowed node a source."""
+    op = {"op": "replace", "start": start_seq, "end": end_seq}
+    log.event(
+        "user/message", {"role": "user", "content": "summary"}, surface_op=op, source_event_seqs=sources
+    )
+
+
+def test_a_start_end_replacement_naming_seqs_as_the_harness_writes_it_is_read_by_seq() -> None:
+    log = LogBuilder()
+    log.event("turn/start", {"turn": 1})
+    log.event("turn/start", {"turn": 2})
+    for text in "abc":
+        log.user(text)  # nodes at seqs 2, 3, 4
+    harness_replace(log, 3, 4, sources=(3, 4))
+    # As positions, 3..4 would name nodes that are not there; as seqs, the last two nodes.
+    assert fold_surface(log.events).seqs() == (2, 5)
+
+
+def test_a_start_end_replacement_whose_positions_hold_its_sources_stays_positional() -> None:
+    log = LogBuilder()
+    log.event("turn/start", {"turn": 1})
+    for text in "abcd":
+        log.user(text)  # nodes at seqs 1, 2, 3, 4
+    harness_replace(log, 1, 2, sources=(2, 3))
+    assert fold_surface(log.events).seqs() == (1, 5, 4)
+
+
+def test_a_start_end_replacement_its_sources_do_not_explain_is_read_by_position() -> None:
+    log = LogBuilder()
+    log.event("turn/start", {"turn": 1})
+    for text in "abcd":
+        log.user(text)  # nodes at seqs 1, 2, 3, 4
+    harness_replace(log, 3, 4, sources=(9,))
+    with pytest.raises(FoldError, match=r"replaces positions 3\.\.4 of a surface of 4 nodes"):
+        fold_surface(log.events)
+
+
 def test_replacement_remembers_its_source_event_seqs() -> None:
     log = LogBuilder()
     log.user("a")
