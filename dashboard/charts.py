@@ -285,6 +285,9 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
     layout["hovermode"] = "closest"
     ceiling = max([top] + [value for _, value, _ in drawn]) * HEADROOM
     layout["yaxis"] = {"title": {"text": "tokens"}, "range": [0, ceiling], "rangemode": "tozero"}
+    # Below the axis title, which the shared layout's legend position would cover.
+    layout["legend"] = {"orientation": "h", "y": -0.26}
+    layout["margin"] = {**layout["margin"], "b": 70}
     far = [(name, value) for name, value, _ in limits if value > top * FAR_ABOVE]
     if far:
         used = series.now.used if series.now is not None else 0
@@ -296,10 +299,12 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
                 "text": "↑ " + text,
                 "xref": "paper",
                 "yref": "paper",
-                "x": 0,
-                "y": 1.02,
+                # Inside the headroom above the data, clear of the title.
+                "x": 0.01,
+                "y": 0.995,
                 "xanchor": "left",
-                "yanchor": "bottom",
+                "yanchor": "top",
+                "bgcolor": "rgba(255,255,255,0.85)",
                 "showarrow": False,
                 "font": {"size": 12, "color": WINDOW_COLOUR},
             }

@@ -56,7 +56,8 @@ def result_verdict(result: RequestResult) -> Verdict:
 
 def explain_json(result: RequestResult) -> dict[str, JSON]:
     """The object ``explain --json`` prints for a request: where it sits, the previous request's
-    markers, and its verdict (first change, figures, label, detail, remedy, material, warnings)."""
+    markers, and its verdict (first change, figures, label, detail, remedy, material, warnings, the
+    provider's own diagnosis and the client version)."""
     data = result.data
     said = result_verdict(result).to_json()
     markers = [
@@ -76,4 +77,6 @@ def explain_json(result: RequestResult) -> dict[str, JSON]:
         "remedy": said["remedy"],
         "material": said["material"],
         "warnings": said["warnings"],
+        "provider_diagnosis": said["provider_diagnosis"],
+        "client_version": said["client_version"],
     }

@@ -21,6 +21,7 @@ from projections.cache.client_records import (
     parse_credit_event,
     verify_render_record_event,
 )
+from projections.cache.provider_check import note_provider_diagnoses
 from projections.cache.providers import UnknownModelError, cache_facts
 from projections.cache.render_record import render_record
 from projections.cache.rendered_request import RenderedRequest
@@ -63,6 +64,7 @@ def analyse_records(
     else:
         results = analyse_transcript(ordered, credits, events, out.findings)
     out.results = sorted(results, key=lambda r: int(r.data["ordinal"]))
+    note_provider_diagnoses(records, out.results, out.findings)
     _attach_warnings(out)
     return out
 

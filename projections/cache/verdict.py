@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from projections.cache.analysis import Figures
 from projections.normalized import JSON
+from projections.provider_diagnosis import ProviderDiagnosis, diagnosis_from_json
 
 LABEL_REMEDIES = {
     "no-breakpoint": "Put a cache_control marker on the last block that stays the same between requests.",
@@ -101,6 +102,11 @@ class Verdict:
     material: bool
     """Whether the miss re-processed enough of the prompt to matter."""
     warnings: tuple[WarningNote, ...]
+    provider_diagnosis: ProviderDiagnosis | None = None
+    """The provider's own reason for the miss, when its response stated one: the cross-check of
+    ``first_change`` (a ``provider-disagrees`` warning says when the two cannot both be right)."""
+    client_version: str = ""
+    """The client release that sent the request; empty when the source does not say."""
 
     def to_json(self) -> dict[str, JSON]:
         """The verdict as plain JSON."""
@@ -121,6 +127,13 @@ class Verdict:
             "remedy": self.remedy,
             "material": self.material,
             "warnings": [{"kind": w.kind, "message": w.message} for w in self.warnings],
+            "provider_diagnosis": None
+            if self.provider_diagnosis is None
+            else {
+                "reason": self.provider_diagnosis.reason,
+                "missed_tokens": self.provider_diagnosis.missed_tokens,
+            },
+            "client_version": self.client_version or None,
         }
 
 
@@ -153,6 +166,9 @@ def verdict(data: Mapping[str, JSON], *, has_body: bool) -> Verdict:
         material=bool(data.get("material")),
         # An analysis stored before warnings were kept per request has none to show.
         warnings=tuple(WarningNote(str(w["kind"]), str(w["message"])) for w in data.get("warnings") or ()),
+        # Both are absent from an analysis stored before they were kept.
+        provider_diagnosis=diagnosis_from_json(data.get("provider_diagnosis")),
+        client_version=str(data.get("client_version") or ""),
     )
 
 

@@ -12,8 +12,11 @@ from typing import Literal
 
 from projections.cache.client_records import ReceiptMismatch
 from projections.cache.providers import is_material
+from projections.provider_diagnosis import ProviderDiagnosis, disagreement
 
-WarningKind = Literal["render-mismatch", "over-credit", "unexplained-miss", "model-error", "marker-limit"]
+WarningKind = Literal[
+    "render-mismatch", "over-credit", "unexplained-miss", "model-error", "marker-limit", "provider-disagrees"
+]
 
 MAX_MARKERS = 4
 MODEL_ERROR_SLACK = 64
@@ -102,6 +105,18 @@ def marker_limit(request: str, place: str, markers: int) -> CacheWarning | None:
     return CacheWarning(
         "marker-limit", place, f"{markers} cache breakpoints, the provider accepts {MAX_MARKERS}", request
     )
+
+
+def provider_disagrees(
+    request: str, place: str, diagnosis: ProviderDiagnosis | None, first_change_tier: str | None
+) -> CacheWarning | None:
+    """The provider's own cache diagnosis names another tier than the bytes' first change (or a
+    change where the bytes show none): one of the two is wrong. See
+    :func:`projections.provider_diagnosis.disagreement` for what counts."""
+    why = disagreement(diagnosis, first_change_tier)
+    if why is None:
+        return None
+    return CacheWarning("provider-disagrees", place, why, request)
 
 
 def dedupe(warnings: Iterable[CacheWarning | None]) -> list[GroupedWarning]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
-from projections.formats.payloads import anthropic_betas, json_body, response_facts
+from projections.formats.payloads import anthropic_betas, json_body, request_client_version, response_facts
 from projections.formats.times import optional_time
 from projections.normalized import JSON, SessionImport
 
@@ -93,6 +93,8 @@ def parse_capture_record(value: dict[str, JSON]) -> Exchange | None:
         started_at=optional_time(started, numbers="auto"),
         first_token_at=optional_time(value.get("first_token_at"), numbers="auto"),
         betas=anthropic_betas(request_headers) if provider == "anthropic" else (),
+        diagnosis=facts.diagnosis,
+        client_version=request_client_version(request_headers),
     )
 
 

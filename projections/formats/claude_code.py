@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from projections.client_version import client_version
 from projections.formats.anthropic_blocks import to_dsh_blocks
 from projections.formats.lines import LogLines
 from projections.formats.storable import TooDeep, decode_storable
@@ -176,6 +177,12 @@ def _prompt(usage: Usage) -> tuple[int | None, int | None, int | None]:
     return (usage.uncached_input, usage.cache_read, usage.cache_write)
 
 
+def _client_version(value: dict[str, JSON]) -> str:
+    """The Claude Code release that wrote a transcript line (its ``version``)."""
+    version = value.get("version")
+    return client_version("claude-code", version) if isinstance(version, str) else ""
+
+
 def _time_or_none(value: JSON) -> datetime | None:
     try:
         return parse_time(value)
@@ -195,6 +202,7 @@ class _Call:
     blocks: list[JSON] = field(default_factory=list)
     usage: Usage | None = None
     output: int = -1
+    client_version: str = ""
 
 
 @dataclass(slots=True)
@@ -330,6 +338,7 @@ class _Transcript:
                 first_line=number,
                 started_at=time,
                 time=time,
+                client_version=_client_version(value),
             )
         call = self.pending
         content = message.get("content")
@@ -372,6 +381,7 @@ class _Transcript:
             started_at=call.started_at,
             usage=call.usage,
             line=call.first_line,
+            client_version=call.client_version,
         )
         self.ordinal += 1
         held, self.held = self.held, []

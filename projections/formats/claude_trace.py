@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
-from projections.formats.payloads import anthropic_betas, json_body, response_facts
+from projections.formats.payloads import anthropic_betas, json_body, request_client_version, response_facts
 from projections.formats.times import optional_time
 from projections.normalized import JSON, SessionImport
 
@@ -54,6 +54,8 @@ def parse_trace_record(value: dict[str, JSON]) -> Exchange | None:
         status=facts.status,
         started_at=optional_time(request.get("timestamp"), numbers="auto"),
         betas=anthropic_betas(request.get("headers")),
+        diagnosis=facts.diagnosis,
+        client_version=request_client_version(request.get("headers")),
     )
 
 

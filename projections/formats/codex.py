@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from projections.client_version import client_version
 from projections.formats.codex_items import (
     TOOL_OUTPUT_TYPES,
     is_injected_context,
@@ -201,6 +202,7 @@ class _Rollout:
         self.session = session
         self.lineage: Lineage = session.lineage
         self.platform = head.provider.lower() or "openai"
+        self.client_version = client_version("codex", head.cli_version)
         self.seq = 0
         self.ordinal = 0
         self.turn = 0
@@ -427,6 +429,7 @@ class _Rollout:
             started_at=call.started_at,
             usage=usage,
             line=call.first_line,
+            client_version=self.client_version,
         )
         self.ordinal += 1
         yield from self._release_held()

@@ -17,6 +17,7 @@ from projections.formats.exchanges import BadRecord, Exchange, read_exchange_ses
 from projections.formats.payloads import json_body
 from projections.formats.times import optional_time
 from projections.normalized import JSON, SessionImport
+from projections.provider_diagnosis import anthropic_diagnosis
 
 FORMAT = "connectome"
 
@@ -53,6 +54,7 @@ def parse_connectome_record(value: dict[str, JSON]) -> Exchange | None:
         raw_usage=(response or {}).get("usage") if value.get("type") != "error" else None,
         status=None,
         started_at=started,
+        diagnosis=anthropic_diagnosis(response),
     )
 
 

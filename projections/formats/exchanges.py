@@ -25,6 +25,7 @@ from projections.normalized import (
     SessionItem,
     Usage,
 )
+from projections.provider_diagnosis import ProviderDiagnosis
 from projections.usage import UsageError, normalize_usage, usage_to_dsh
 
 SESSION_ID_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId")
@@ -56,6 +57,8 @@ class Exchange:
     started_at: datetime | None
     first_token_at: datetime | None = None
     betas: tuple[str, ...] = ()
+    diagnosis: ProviderDiagnosis | None = None
+    client_version: str = ""
 
     def record(
         self, *, key: str, ordinal: int, usage: Usage | None, line: int, lineage: Lineage | None = None
@@ -76,6 +79,8 @@ class Exchange:
             status=self.status,
             line=line,
             betas=self.betas,
+            provider_diagnosis=self.diagnosis,
+            client_version=self.client_version,
         )
 
 

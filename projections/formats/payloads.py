@@ -6,20 +6,24 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from projections.client_version import user_agent_version
 from projections.formats.exchanges import BadRecord
 from projections.formats.sse import StreamSummary, anthropic_stream, openai_stream
 from projections.normalized import JSON
+from projections.provider_diagnosis import ProviderDiagnosis, anthropic_diagnosis, openai_diagnosis
 
 
 @dataclass(frozen=True, slots=True)
 class ResponseFacts:
-    """What a response half states: its id, model, raw usage and HTTP status."""
+    """What a response half states: its id, model, raw usage, HTTP status and the provider's cache
+    diagnosis."""
 
     id: str
     model: str
     usage: JSON
     status: int | None
     request_id: str
+    diagnosis: ProviderDiagnosis | None = None
 
 
 def json_body(value: JSON, field: str) -> dict[str, JSON] | None:
@@ -55,6 +59,11 @@ def header(headers: JSON, name: str) -> str:
     return ""
 
 
+def request_client_version(headers: JSON) -> str:
+    """The client release a request's ``User-Agent`` names (see :mod:`projections.client_version`)."""
+    return user_agent_version(header(headers, "user-agent"))
+
+
 def anthropic_betas(headers: JSON) -> tuple[str, ...]:
     """The ``anthropic-beta`` values a request sent (a comma-separated header), in order."""
     value = header(headers, "anthropic-beta")
@@ -72,7 +81,7 @@ def response_facts(response: JSON, provider: str, field: str = "response") -> Re
         isinstance(response.get("status"), int) and not isinstance(response.get("status"), bool)
     )
     if not wrapped:
-        return _from_body(response, None, "")
+        return _from_body(response, None, "", provider)
     status = status_of(response.get("status_code", response.get("status")), f"{field}.status_code")
     request_id = header(response.get("headers"), "request-id") or header(
         response.get("headers"), "x-request-id"
@@ -84,7 +93,7 @@ def response_facts(response: JSON, provider: str, field: str = "response") -> Re
             return _from_stream(body, provider, status, request_id)
         body = parsed
     if isinstance(body, dict):
-        return _from_body(body, status, request_id)
+        return _from_body(body, status, request_id, provider)
     if body is not None:
         raise BadRecord(f"{field}.body", f"expected an object or text, got {type(body).__name__}")
     raw = response.get("body_raw")
@@ -101,7 +110,7 @@ def _maybe_json(text: str) -> dict[str, JSON] | None:
     return value if isinstance(value, dict) else None
 
 
-def _from_body(body: Mapping[str, JSON], status: int | None, request_id: str) -> ResponseFacts:
+def _from_body(body: Mapping[str, JSON], status: int | None, request_id: str, provider: str) -> ResponseFacts:
     usage = body.get("usage", body.get("usageMetadata"))
     error = "error" in body and body.get("type") == "error"
     return ResponseFacts(
@@ -110,9 +119,10 @@ def _from_body(body: Mapping[str, JSON], status: int | None, request_id: str) ->
         usage=None if error else usage,
         status=status,
         request_id=request_id,
+        diagnosis=anthropic_diagnosis(body) if provider == "anthropic" else openai_diagnosis(body),
     )
 
 
 def _from_stream(text: str, provider: str, status: int | None, request_id: str) -> ResponseFacts:
     summary: StreamSummary = anthropic_stream(text) if provider == "anthropic" else openai_stream(text)
-    return ResponseFacts(summary.id, summary.model, summary.usage, status, request_id)
+    return ResponseFacts(summary.id, summary.model, summary.usage, status, request_id, summary.diagnosis)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from projections.normalized import JSON
+from projections.provider_diagnosis import ProviderDiagnosis, anthropic_diagnosis, openai_diagnosis
 
 
 def sse_data(body: str) -> Iterator[dict[str, JSON]]:
@@ -28,17 +29,20 @@ def sse_data(body: str) -> Iterator[dict[str, JSON]]:
 
 @dataclass(slots=True)
 class StreamSummary:
-    """What a streamed response said about itself: id, model, usage and any error."""
+    """What a streamed response said about itself: id, model, usage, the provider's cache diagnosis
+    and any error."""
 
     id: str = ""
     model: str = ""
     usage: dict[str, JSON] | None = None
     error: str = ""
     events: int = field(default=0)
+    diagnosis: ProviderDiagnosis | None = None
 
 
 def anthropic_stream(body: str) -> StreamSummary:
-    """Usage of an Anthropic Messages stream: ``message_start`` usage, updated by ``message_delta``."""
+    """Usage of an Anthropic Messages stream: ``message_start`` usage, updated by ``message_delta``;
+    the cache diagnosis is on ``message_start``'s message."""
     summary = StreamSummary()
     for event in sse_data(body):
         summary.events += 1
@@ -47,6 +51,7 @@ def anthropic_stream(body: str) -> StreamSummary:
             message = event["message"]
             summary.id = str(message.get("id") or "")
             summary.model = str(message.get("model") or "")
+            summary.diagnosis = anthropic_diagnosis(message)
             usage = message.get("usage")
             if isinstance(usage, dict):
                 summary.usage = dict(usage)
@@ -60,7 +65,8 @@ def anthropic_stream(body: str) -> StreamSummary:
 
 
 def openai_stream(body: str) -> StreamSummary:
-    """Usage of an OpenAI stream: the chunk with ``usage`` (Chat) or ``response.completed`` (Responses)."""
+    """Usage of an OpenAI stream: the chunk with ``usage`` (Chat) or ``response.completed``
+    (Responses), whose response also carries the prompt cache diagnosis."""
     summary = StreamSummary()
     for event in sse_data(body):
         summary.events += 1
@@ -72,6 +78,7 @@ def openai_stream(body: str) -> StreamSummary:
             summary.model = str(source["model"])
         if isinstance(source.get("usage"), dict):
             summary.usage = dict(source["usage"])
+        summary.diagnosis = openai_diagnosis(source) or summary.diagnosis
         if event.get("type") in ("error", "response.failed"):
             summary.error = json.dumps(event.get("error") or source.get("error"))
     return summary

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from projections.cache.verdict import (
     verdict,
 )
 from projections.normalized import RequestRecord
+from projections.provider_diagnosis import ProviderDiagnosis
 from tests.projections.cache.builders import SONNET, T0, anthropic_usage, body, conversation, record
 
 
@@ -108,7 +110,17 @@ def test_each_verdict_lists_the_warnings_of_its_own_request_only() -> None:
 def test_the_verdict_json_has_every_part_of_the_verdict() -> None:
     said = verdicts(expired_pair(minutes=6))[1].to_json()
 
-    assert set(said) == {"first_change", "figures", "label", "detail", "remedy", "material", "warnings"}
+    assert set(said) == {
+        "first_change",
+        "figures",
+        "label",
+        "detail",
+        "remedy",
+        "material",
+        "warnings",
+        "provider_diagnosis",
+        "client_version",
+    }
     assert set(said["figures"]) == {
         "credited",
         "wire_allows",
@@ -125,6 +137,29 @@ def test_the_verdict_of_a_stored_analysis_equals_the_verdict_of_the_fresh_one() 
     stored = json.loads(json.dumps(result.data))
 
     assert verdict(stored, has_body=True) == verdict(result.data, has_body=True)
+
+
+def test_the_verdict_carries_the_provider_s_diagnosis_and_the_client_version_of_its_request() -> None:
+    first, second = expired_pair(minutes=1)
+    diagnosis = ProviderDiagnosis("anthropic", "messages_changed", 1200)
+    records = [first, replace(second, provider_diagnosis=diagnosis, client_version="claude-code 2.1.39")]
+
+    said = verdicts(records)
+
+    assert said[0].provider_diagnosis is None
+    assert said[0].to_json()["client_version"] is None
+    assert said[1].provider_diagnosis == diagnosis
+    assert said[1].to_json()["provider_diagnosis"] == {"reason": "messages_changed", "missed_tokens": 1200}
+    assert said[1].to_json()["client_version"] == "claude-code 2.1.39"
+
+
+def test_an_analysis_stored_before_the_provider_s_diagnosis_was_kept_has_none() -> None:
+    result = analyse_records(expired_pair(minutes=6)).results[1]
+    old = {k: v for k, v in result.data.items() if k not in ("provider_diagnosis", "client_version")}
+
+    said = verdict(old, has_body=True)
+
+    assert (said.provider_diagnosis, said.client_version) == (None, "")
 
 
 def test_an_analysis_without_figures_is_refused_naming_the_field() -> None:
