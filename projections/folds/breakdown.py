@@ -23,7 +23,6 @@ replacements exactly:
 States are immutable values (named tuples, and an :class:`AppendVector` for version 5's entries),
 so a state kept in a row cannot be changed by a later ``apply``. Plain appends build one small tuple
 and share everything else, which keeps a fold allocation-light.
-
 """
 
 from __future__ import annotations
