@@ -25,7 +25,8 @@ def test_a_compacted_sessions_charts_draw_and_show_hover_text(
     # The compactions are drawn as markers over the stacked breakdown.
     expect(breakdown.locator(".legendtext", has_text="compactions and prunes")).to_be_visible()
 
-    breakdown.locator(".scatterlayer .trace .points .point").first.hover(force=True)
+    # The markers are the last trace; the provider-reported line before them has points of its own.
+    breakdown.locator(".scatterlayer .trace").last.locator(".points .point").first.hover(force=True)
     expect(breakdown.locator(".hoverlayer text").first).to_contain_text("compaction at seq")
     # The requests chart shows every trace at the x under the pointer ("x unified").
     requests.locator(".nsewdrag").hover()
