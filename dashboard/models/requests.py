@@ -50,11 +50,23 @@ class Request(models.Model):
     usage_convention = models.CharField(max_length=20, blank=True)
     usage_raw = models.JSONField(default=dict, blank=True, help_text="The source's own usage fields.")
 
+    # The provider's own reason for a cache miss, as its response stated it (Anthropic's
+    # diagnostics.cache_miss_reason.type, OpenAI's prompt_cache_diagnostics reason or type): empty
+    # when the response stated none. See projections.provider_diagnosis.
+    provider_miss_reason = models.CharField(max_length=60, blank=True)
+    provider_missed_tokens = models.BigIntegerField(
+        null=True, blank=True, help_text="The tokens the provider says fell after the divergence."
+    )
+    client_version = models.CharField(
+        max_length=60, blank=True, help_text='The client release that sent the call: "<client> <version>".'
+    )
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key"], name="request_unique_key")]
         indexes = [
             models.Index(fields=["session", "ordinal"], name="request_session_ordinal"),
             models.Index(fields=["started_at"], name="request_started"),
+            models.Index(fields=["client_version"], name="request_client_version"),
         ]
         ordering = ["session", "ordinal"]
 

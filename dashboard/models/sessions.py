@@ -36,6 +36,9 @@ class Session(models.Model):
     cwd = models.CharField(max_length=500, blank=True)
     format = models.CharField(max_length=40)
     format_version = models.CharField(max_length=20, blank=True)
+    client_version = models.CharField(
+        max_length=60, blank=True, help_text="The client release of the latest request that named one."
+    )
     source_path = models.CharField(max_length=1000, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -70,6 +73,7 @@ class Session(models.Model):
             models.Index(fields=["source", "-last_activity"], name="session_source_recent"),
             models.Index(fields=["hit_rate"], name="session_hit_rate"),
             models.Index(fields=["external_id"], name="session_external_id"),
+            models.Index(fields=["client_version"], name="session_client_version"),
         ]
         ordering = ["-last_activity", "-id"]
 

@@ -15,6 +15,7 @@ class Warning(models.Model):
         UNEXPLAINED_MISS = "unexplained-miss"
         MODEL_ERROR = "model-error"
         MARKER_LIMIT = "marker-limit"
+        PROVIDER_DISAGREES = "provider-disagrees"
         FOLD_ERROR = "fold-error"
         FOLD_DIVERGENCE = "fold-divergence"
         PROJECTION_MISMATCH = "projection-mismatch"

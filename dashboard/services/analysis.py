@@ -23,6 +23,7 @@ from projections.cache.results import CLIENT_RECORD_PLACE, Finding, RecordsAnaly
 from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
 from projections.cache.transcript_analysis import is_boundary
 from projections.normalized import JSON, EventRecord, RequestRecord, Usage
+from projections.provider_diagnosis import ProviderDiagnosis
 
 ANALYSIS_KINDS = (
     Warning.Kind.RENDER_MISMATCH,
@@ -30,6 +31,7 @@ ANALYSIS_KINDS = (
     Warning.Kind.UNEXPLAINED_MISS,
     Warning.Kind.MODEL_ERROR,
     Warning.Kind.MARKER_LIMIT,
+    Warning.Kind.PROVIDER_DISAGREES,
     Warning.Kind.HOST_LOG,
 )
 WRITE_BATCH = 500
@@ -74,7 +76,16 @@ def stored_record_usage_only(row: Request) -> RequestRecord:
         first_token_at=row.first_token_at,
         usage=stored_usage(row),
         status=row.status,
+        provider_diagnosis=stored_diagnosis(row),
+        client_version=row.client_version,
     )
+
+
+def stored_diagnosis(row: Request) -> ProviderDiagnosis | None:
+    """The provider's own cache diagnosis the row keeps; ``None`` when its response stated none."""
+    if not row.provider_miss_reason:
+        return None
+    return ProviderDiagnosis(row.provider, row.provider_miss_reason, row.provider_missed_tokens)
 
 
 def stored_request(row: Request) -> StoredRequest:

@@ -242,6 +242,7 @@ def _write_session(
                 continue
             stored_keys.add(item.key)
             row = _request_row(session, item, next_ordinal, blocks, imported.path, summary)
+            session.client_version = item.client_version or session.client_version
             row.event_seq = answering_seq(previous)
             requests.append(row)
             next_ordinal += 1
@@ -354,7 +355,11 @@ def _request_row(
         started_at=record.started_at,
         first_token_at=record.first_token_at,
         status=record.status,
+        client_version=record.client_version[:60],
     )
+    if record.provider_diagnosis is not None:
+        row.provider_miss_reason = record.provider_diagnosis.reason[:60]
+        row.provider_missed_tokens = record.provider_diagnosis.missed_tokens
     if record.usage is not None:
         usage = record.usage
         row.uncached_input_tokens = usage.uncached_input

@@ -46,6 +46,7 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
         "previous_request": previous,
         "change_sides": change_sides(previous, call, change) if change is not None else None,
         "remedy": said.remedy,
+        "provider_disagrees": any(w.kind == "provider-disagrees" for w in said.warnings),
     }
 
 

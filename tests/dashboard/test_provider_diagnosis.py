@@ -1,0 +1,190 @@
+"""The provider's own cache diagnosis beside Cachescope's: stored per request, shown on the request
+page and in ``explain --json`` from the one verdict, and a ``provider-disagrees`` warning where the
+two cannot both be right.
+
+The pairs follow Anthropic's documented example: the second request changes the system prompt (or
+only appends a message) and its response states ``diagnostics.cache_miss_reason``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from dashboard.models import Request, Session, Warning
+from dashboard.services.analysis import session_analyse
+from dashboard.services.ingest import ingest_paths
+from tests.dashboard.logs import write_jsonl
+from tests.dashboard.test_analysis import START, SYSTEM, body, capture, text
+
+FIRST = [{"role": "user", "content": [text("Please read main.py", marked=True)]}]
+SECOND = [
+    {"role": "user", "content": [text("Please read main.py")]},
+    {"role": "assistant", "content": [text("It defines main().")]},
+    {"role": "user", "content": [text("And <b>tests.py</b>?", marked=True)]},
+]
+
+
+def diagnosed(reason: str | None, *, system_changes: bool) -> list[dict[str, Any]]:
+    """Two captured turns; the second's response states ``reason`` (``None``: diagnostics null).
+
+    The second turn changes the system prompt, or else edits the first user message in place.
+    """
+    second_system = "Today is Monday. " + SYSTEM if system_changes else SYSTEM
+    messages = (
+        SECOND if system_changes else [{"role": "user", "content": [text("Read main.py")]}, *SECOND[1:]]
+    )
+    first = capture(body(FIRST), key="msg_1", at=START, read=0, write=1700)
+    second = capture(
+        body(messages, system=second_system),
+        key="msg_2",
+        at=START + timedelta(seconds=30),
+        read=0 if system_changes else 1689,
+        write=1750 if system_changes else 60,
+    )
+    first["response"]["diagnostics"] = None
+    second["response"]["diagnostics"] = (
+        None if reason is None else {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": 1690}}
+    )
+    return [first, second]
+
+
+def ingested(path: Path, format: str) -> Session:
+    summary = ingest_paths(paths=[path], source_name="proxy", format=format)
+    assert not summary.errors, summary.errors
+    session = Session.objects.get()
+    session_analyse(session_id=session.pk)
+    return session
+
+
+def explained(path: Path, format: str) -> list[dict[str, Any]]:
+    out = StringIO()
+    call_command("explain", str(path), "--json", "--format", format, stdout=out, stderr=StringIO())
+    rows: list[dict[str, Any]] = json.loads(out.getvalue())
+    return rows
+
+
+def page(client: Client, key: str) -> tuple[Any, str]:
+    call = Request.objects.get(key=key)
+    response = client.get(call.get_absolute_url())
+    assert response.status_code == 200
+    return response.context["verdict"], response.content.decode()
+
+
+def as_trace(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same calls as claude-trace logs them, each response streamed as SSE (``body_raw``)."""
+    lines = []
+    for record in records:
+        message = {**record["response"], "content": []}
+        events = [
+            {"type": "message_start", "message": message},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 20}},
+            {"type": "message_stop"},
+        ]
+        stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        lines.append(
+            {
+                "request": {
+                    "timestamp": record["started_at"],
+                    "method": "POST",
+                    "url": "https://api.anthropic.com/v1/messages",
+                    "headers": {"User-Agent": "claude-cli/2.1.39 (external, cli)"},
+                    "body": record["request"],
+                },
+                "response": {"status_code": 200, "headers": {}, "body_raw": stream},
+                "logged_at": record["started_at"],
+            }
+        )
+    return lines
+
+
+@pytest.mark.django_db
+def test_a_system_prompt_change_the_provider_calls_system_changed_shows_its_reason_and_no_disagreement(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", diagnosed("system_changed", system_changes=True))
+    ingested(path, "anthropic-capture")
+
+    stored = Request.objects.get(key="msg_2")
+    assert (stored.provider_miss_reason, stored.provider_missed_tokens) == ("system_changed", 1690)
+    said, html = page(viewer_client, "msg_2")
+    assert said.provider_diagnosis.reason == "system_changed"
+    assert said.first_change.tier == "system"
+    assert "system_changed" in html
+    assert "they disagree" not in html
+    assert not Warning.objects.filter(kind="provider-disagrees").exists()
+    rows = explained(path, "anthropic-capture")
+    assert rows[1]["provider_diagnosis"] == {"reason": "system_changed", "missed_tokens": 1690}
+    assert rows[1]["provider_diagnosis"] == said.to_json()["provider_diagnosis"]
+    assert rows[0]["provider_diagnosis"] is None
+
+
+@pytest.mark.django_db
+def test_a_reason_the_bytes_contradict_raises_provider_disagrees_once_per_cause_and_place(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", diagnosed("tools_changed", system_changes=False))
+    ingested(path, "anthropic-capture")
+
+    (warning,) = Warning.objects.filter(kind="provider-disagrees")
+    assert warning.place == "main: tools_changed vs messages"
+    assert warning.message == "the provider says tools_changed, the bytes change first in messages"
+    assert warning.count == 1
+    assert warning.request is not None
+    assert warning.request.key == "msg_2"
+    said, html = page(viewer_client, "msg_2")
+    assert "they disagree" in html
+    assert [w.kind for w in said.warnings] == ["provider-disagrees"]
+    rows = explained(path, "anthropic-capture")
+    assert [w["kind"] for w in rows[1]["warnings"]] == ["provider-disagrees"]
+
+
+@pytest.mark.django_db
+def test_a_streamed_response_s_reason_is_read_from_message_start(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    path = write_jsonl(
+        tmp_path / "log-trace.jsonl", as_trace(diagnosed("system_changed", system_changes=True))
+    )
+    ingested(path, "claude-trace")
+
+    stored = Request.objects.get(key="msg_2")
+    assert (stored.provider_miss_reason, stored.provider_missed_tokens) == ("system_changed", 1690)
+    assert stored.client_version == "claude-code 2.1.39"
+    assert Session.objects.get().client_version == "claude-code 2.1.39"
+    said, html = page(viewer_client, "msg_2")
+    assert said.provider_diagnosis.reason == "system_changed"
+    assert "Sent by claude-code 2.1.39" in html
+    assert not Warning.objects.filter(kind="provider-disagrees").exists()
+    assert explained(path, "claude-trace")[1]["client_version"] == "claude-code 2.1.39"
+
+
+@pytest.mark.django_db
+def test_null_diagnostics_give_no_reason_and_no_warning(tmp_path: Path, viewer_client: Client) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", diagnosed(None, system_changes=True))
+    ingested(path, "anthropic-capture")
+
+    assert set(Request.objects.values_list("provider_miss_reason", flat=True)) == {""}
+    said, html = page(viewer_client, "msg_2")
+    assert said.provider_diagnosis is None
+    assert "none stated" in html
+    assert not Warning.objects.filter(kind="provider-disagrees").exists()
+    assert explained(path, "anthropic-capture")[1]["provider_diagnosis"] is None
+
+
+@pytest.mark.django_db
+def test_a_provider_that_could_not_compare_is_no_disagreement(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "capture.jsonl", diagnosed("previous_message_not_found", system_changes=True)
+    )
+    ingested(path, "anthropic-capture")
+
+    assert Request.objects.get(key="msg_2").provider_miss_reason == "previous_message_not_found"
+    assert not Warning.objects.filter(kind="provider-disagrees").exists()
