@@ -76,6 +76,8 @@ def explain_json(result: RequestResult) -> dict[str, JSON]:
         "detail": said["detail"],
         "remedy": said["remedy"],
         "material": said["material"],
+        "badge": said["badge"],
+        "meaning": said["meaning"],
         "warnings": said["warnings"],
         "provider_diagnosis": said["provider_diagnosis"],
         "client_version": said["client_version"],

@@ -30,9 +30,8 @@ TTL_GAP_SHARE = 0.8
 """A gap longer than this share of the TTL makes expiry a candidate (clocks and queueing differ)."""
 
 SETTLE_WITH = (
-    "capture the requests (claude-trace, or a capture the anthropic-capture / openai-capture readers "
-    "take) to see which block changed, or turn on the provider's cache diagnostics to see whether an "
-    "identical prefix was evicted"
+    "capture the requests (claude-trace, or `manage.py record`) to see which block changed, or turn "
+    "on the provider's cache diagnostics to see whether an identical prefix was evicted"
 )
 """What data would settle a miss a usage-only log cannot explain."""
 

@@ -11,10 +11,17 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from projections.cache.client_records import CreditRecord
+from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
 from projections.cache.providers import is_material
 from projections.cache.results import Finding, RequestResult, finding_of, rewritten_tokens
-from projections.cache.transcript import TranscriptCall, TranscriptPrediction, predict_transcript
-from projections.cache.warnings import over_credit, unexplained_miss
+from projections.cache.transcript import (
+    FIVE_MINUTES,
+    ONE_HOUR,
+    TranscriptCall,
+    TranscriptPrediction,
+    predict_transcript,
+)
+from projections.cache.warnings import over_credit, unattributed_miss
 from projections.normalized import JSON, EventRecord, RequestRecord
 
 RULE_PLACES = {
@@ -37,6 +44,10 @@ RULE_DETAILS = {
     "ttl-expired": "more than the TTL passed since the previous call",
 }
 """What each predictor rule means, shown beside the call's label."""
+
+
+STATIC_RULES = frozenset({"first-call", "after-compaction", "system-changed"})
+"""Rules whose call reads only the lineage's static prefix (system + tools), if anything."""
 
 
 def is_boundary(event: EventRecord) -> bool:
@@ -85,14 +96,31 @@ def analyse_transcript(
     """
     predictions = _predictions(ordered, events)
     previous: dict[str, RequestRecord] = {}
+    levels: dict[str, list[Level]] = {}
     results: list[RequestResult] = []
     for record in ordered:
         prev = previous.get(record.lineage)
+        prediction = predictions.get(record.key)
+        earlier = levels.setdefault(record.model, [])
+        result = _result(record, prev, prediction, credits.get(record.key), findings, earlier)
+        results.append(result)
         if record.usage is not None:
             previous[record.lineage] = record
-        result = _result(record, prev, predictions.get(record.key), credits.get(record.key), findings)
-        results.append(result)
+            earlier.extend(_levels(record, prediction))
     return results
+
+
+def _levels(record: RequestRecord, prediction: TranscriptPrediction | None) -> list[Level]:
+    """The levels a call shows the cache held: what it read, and that plus what it wrote."""
+    usage = record.usage
+    if usage is None:
+        return []
+    read = usage.cache_read or 0
+    static = prediction is not None and prediction.rule in STATIC_RULES
+    return [
+        Level(read, record.ordinal, "read", static),
+        Level(read + (usage.cache_write or 0), record.ordinal, "read + write", False),
+    ]
 
 
 def _predictions(
@@ -122,6 +150,16 @@ def _predictions(
     return dict(zip((r.key for r in reported), predict_transcript(calls), strict=True))
 
 
+def _gap(prev: RequestRecord, record: RequestRecord) -> float | None:
+    if prev.started_at is None or record.started_at is None:
+        return None
+    return (record.started_at - prev.started_at).total_seconds()
+
+
+def _ttl(prev: RequestRecord) -> float:
+    return ONE_HOUR if prev.usage is not None and (prev.usage.cache_write_1h or 0) > 0 else FIVE_MINUTES
+
+
 def _between(moments: Sequence[datetime], before: datetime | None, at: datetime | None) -> bool:
     return before is not None and at is not None and any(before < moment <= at for moment in moments)
 
@@ -132,6 +170,7 @@ def _result(
     prediction: TranscriptPrediction | None,
     credit: CreditRecord | None,
     findings: list[Finding],
+    levels: Sequence[Level],
 ) -> RequestResult:
     usage = record.usage
     read = prediction.read if prediction is not None else None
@@ -151,10 +190,15 @@ def _result(
         excess = over_credit(record.key, place, credit.credited_tokens, max(read or 0, served))
         if excess is not None:
             findings.append(finding_of(excess))
-    if rule == "carried" and usage is not None and read is not None:
-        miss = unexplained_miss(record.key, record.lineage, usage.cache_read, read, total or 0, True)
-        if miss is not None:
-            findings.append(finding_of(miss))
+    detail = transcript_detail(rule)
+    candidates: list[JSON] = []
+    if label == "unexplained" and usage is not None and read is not None and prev is not None:
+        found = miss_candidates(usage.cache_read or 0, levels, _gap(prev, record), _ttl(prev))
+        candidates = [c.to_json() for c in found]
+        detail = candidates_detail(usage.cache_read or 0, read, found)
+        findings.append(
+            finding_of(unattributed_miss(record.key, record.lineage, usage.cache_read or 0, read, found[0]))
+        )
     credited = credit.credited_tokens if credit else None
     rewritten = rewritten_tokens(usage, cached_before)
     data: dict[str, JSON] = {
@@ -172,7 +216,8 @@ def _result(
             "predicted_write": None,
         },
         "label": label or None,
-        "label_detail": transcript_detail(rule),
+        "label_detail": detail,
+        "candidates": candidates,
         "material": material,
         "previous": None if prev is None else {"ordinal": prev.ordinal, "key": prev.key},
         "cacheability": None,

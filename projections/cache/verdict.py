@@ -8,7 +8,13 @@ material and the self-check warnings the request showed.
 The remedy rule: a miss label names what cost the tokens, and has a remedy of its own. Only a
 changed prefix is the change's fault, so only then (or with no label at all) does the remedy of
 the change's cause win. A miss left unexplained in a source that logged no bodies cannot blame
-bytes nobody logged: its remedy asks for the bytes instead.
+bytes nobody logged: its detail ranks the candidate causes and its remedy names the data that
+would settle it.
+
+The label rule: each label means one thing, said once in :data:`LABEL_MEANINGS` (the README's
+sentences), and the badge a request shows is decided by :func:`badge_for` alone, so the request
+page, ``explain``, the warnings and the charts never disagree. A request that read nothing and
+wrote its prompt is a cold write, never "no miss".
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from projections.cache.analysis import Figures
+from projections.cache.miss_candidates import SETTLE_WITH
 from projections.normalized import JSON
 from projections.provider_diagnosis import ProviderDiagnosis, diagnosis_from_json
 
@@ -43,8 +50,8 @@ LABEL_REMEDIES = {
     ),
     "partial-hit": "Only an older entry was readable: check which breakpoint the previous request wrote.",
     "unexplained": (
-        "The bytes allow more than the provider read: likely eviction or routing on the provider side; "
-        "watch whether it repeats."
+        "The bytes were unchanged and the entry alive, so the provider evicted or routed it: watch "
+        "whether it repeats, and turn on the provider's cache diagnostics to see its own reason."
     ),
     "model-changed": (
         "Each model keeps its own cache; keep one model per lineage, or send side calls to another "
@@ -53,12 +60,64 @@ LABEL_REMEDIES = {
 }
 """What to do about a miss, by its label."""
 
-TRANSCRIPT_UNEXPLAINED_REMEDY = (
-    "The previous call's prefix should still have been cached, but a transcript does not show the "
-    "bytes sent: capture the requests (claude-trace) to see which block changed; if the bytes did "
-    "not change, it was eviction or routing on the provider side."
-)
-"""A miss in a usage-only source: the remedy cannot speak of bytes nobody logged."""
+TRANSCRIPT_UNEXPLAINED_REMEDY = "To settle it, " + SETTLE_WITH + "."
+"""A miss in a usage-only source: the remedy cannot speak of bytes nobody logged, so it names the
+data that would settle the cause."""
+
+LABEL_MEANINGS = {
+    "no-breakpoint": "The request carries no cache_control marker, so nothing of it was cached or read.",
+    "below-minimum": (
+        "The prefix through the last marker is shorter than the model's minimum cacheable length, so "
+        "nothing was written."
+    ),
+    "model-changed": (
+        "The model differs from the previous request's and each model keeps its own cache, so nothing "
+        "the previous request cached could be read."
+    ),
+    "prefix-changed": (
+        "The prompt differs from the previous request's at the tier and position the label names "
+        "(after a compaction or a system prompt rewrite in a transcript), so everything after that "
+        "point was processed again."
+    ),
+    "no-write-at-reusable-position": (
+        "The last marker sits on a block that changed, so the stable blocks before it were never "
+        "written and could not be read."
+    ),
+    "ttl-expired": (
+        "The entry this request would have read expired (5 minutes or 1 hour after its last use) "
+        "before the request was sent."
+    ),
+    "concurrent": (
+        "The entry this request would have read was still being written by a request sent in "
+        "parallel, so both wrote it."
+    ),
+    "beyond-lookback": (
+        "The entry that was written lies more than 20 blocks before every marker of this request, "
+        "beyond where the provider looks for it."
+    ),
+    "partial-hit": "Only an older, shorter entry was read, not the longest one the previous request wrote.",
+    "unexplained": (
+        "The request read less than its prefix allowed and nothing in the data explains why: with the "
+        "bytes logged and unchanged that leaves the provider (eviction or routing); without them the "
+        "verdict ranks the candidate causes and names the data that would settle it."
+    ),
+}
+"""What each label means, one sentence each (a ``prefix-changed@tier:position`` label is
+``prefix-changed``)."""
+
+BADGE_MEANINGS = {
+    "no miss": "The request read what was predicted for it.",
+    "cold write": (
+        "Nothing was read and the prompt was written: a cold start, not a hit (the first request of "
+        "its lineage, or one no earlier entry could serve)."
+    ),
+    "not cached": "Nothing was read or written.",
+    "not predicted": (
+        "Nothing is known of what was cached before this request (the first call of a transcript "
+        "lineage), so no miss can be judged."
+    ),
+}
+"""What the badge of a request without a miss label says."""
 
 _FIGURES = ("credited", "wire_allows", "reported_read", "reported_write", "predicted_read", "predicted_write")
 
@@ -101,6 +160,10 @@ class Verdict:
     """What to do about it; empty when there is nothing to do."""
     material: bool
     """Whether the miss re-processed enough of the prompt to matter."""
+    badge: str
+    """What the request's badge says (:func:`badge_for`): the label, or what the figures show."""
+    meaning: str
+    """The one sentence that says what the label (or the badge) means."""
     warnings: tuple[WarningNote, ...]
     provider_diagnosis: ProviderDiagnosis | None = None
     """The provider's own reason for the miss, when its response stated one: the cross-check of
@@ -126,6 +189,8 @@ class Verdict:
             "detail": self.detail,
             "remedy": self.remedy,
             "material": self.material,
+            "badge": self.badge,
+            "meaning": self.meaning,
             "warnings": [{"kind": w.kind, "message": w.message} for w in self.warnings],
             "provider_diagnosis": None
             if self.provider_diagnosis is None
@@ -135,6 +200,29 @@ class Verdict:
             },
             "client_version": self.client_version or None,
         }
+
+
+def label_meaning(label: str | None) -> str:
+    """The one sentence that says what ``label`` means; empty for no label or an unknown one."""
+    return LABEL_MEANINGS.get((label or "").split("@", 1)[0], "")
+
+
+def badge_for(label: str | None, figures: Figures) -> str:
+    """The badge of a request: its miss label, else what its figures show (:data:`BADGE_MEANINGS`).
+
+    "no miss" only where something was predicted and read: a request that read nothing and wrote
+    its prompt is a cold write.
+    """
+    if label:
+        return label
+    read, write = figures.reported_read or 0, figures.reported_write or 0
+    if read == 0 and write > 0:
+        return "cold write"
+    if read == 0 and figures.reported_read is not None:
+        return "not cached"
+    if figures.predicted_read is None:
+        return "not predicted"
+    return "no miss"
 
 
 def remedy_for(label: str | None, change: ChangeVerdict | None, *, has_body: bool) -> str:
@@ -157,13 +245,17 @@ def verdict(data: Mapping[str, JSON], *, has_body: bool) -> Verdict:
         raise VerdictError("request analysis: field 'figures' is missing")
     change = _change(data.get("first_change"))
     label = data.get("label") or None
+    said = Figures(**{name: figures.get(name) for name in _FIGURES})
+    badge = badge_for(label, said)
     return Verdict(
         first_change=change,
-        figures=Figures(**{name: figures.get(name) for name in _FIGURES}),
+        figures=said,
         label=label,
         detail=str(data.get("label_detail") or ""),
         remedy=remedy_for(label, change, has_body=has_body),
         material=bool(data.get("material")),
+        badge=badge,
+        meaning=label_meaning(label) if label else BADGE_MEANINGS[badge],
         # An analysis stored before warnings were kept per request has none to show.
         warnings=tuple(WarningNote(str(w["kind"]), str(w["message"])) for w in data.get("warnings") or ()),
         # Both are absent from an analysis stored before they were kept.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from projections.cache.client_records import ReceiptMismatch
+from projections.cache.miss_candidates import Candidate
 from projections.cache.providers import is_material
 from projections.provider_diagnosis import ProviderDiagnosis, disagreement
 
@@ -82,6 +83,21 @@ def unexplained_miss(
         place,
         f"reported read {reported}, predicted {predicted} with an identical prefix inside the TTL "
         "(server-side eviction or routing)",
+        request,
+    )
+
+
+def unattributed_miss(
+    request: str, place: str, reported: int, carried: int, likeliest: Candidate
+) -> CacheWarning:
+    """A material miss in a usage-only log: the previous call's prefix was not read back, and the
+    log cannot say whether the bytes changed or the provider evicted them (see
+    :mod:`projections.cache.miss_candidates`)."""
+    return CacheWarning(
+        "unexplained-miss",
+        place,
+        f"reported read {reported}, the previous call left {carried} cached; without the request "
+        f"bytes the cause is not known (likeliest: {likeliest.cause})",
         request,
     )
 

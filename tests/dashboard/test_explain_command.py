@@ -12,7 +12,16 @@ from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import conversation
 
 PLACE = {"ordinal", "lineage", "model", "markers"}
-VERDICT = {"detail", "remedy", "material", "warnings", "provider_diagnosis", "client_version"}
+VERDICT = {
+    "detail",
+    "remedy",
+    "material",
+    "badge",
+    "meaning",
+    "warnings",
+    "provider_diagnosis",
+    "client_version",
+}
 FIGURES = {"credited", "wire_allows", "reported_read", "reported_write", "predicted_read", "predicted_write"}
 
 

@@ -9,7 +9,7 @@ from django.test import Client
 from dashboard.models import Request, Session, Source
 from dashboard.services.analysis import session_analyse
 from dashboard.views.change_display import CONTEXT_CHARS, display_text
-from projections.cache.verdict import LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
+from projections.cache.verdict import BADGE_MEANINGS, LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
 from tests.dashboard.test_analysis import (
     START,
     body,
@@ -170,5 +170,24 @@ def test_an_unexplained_miss_without_a_body_asks_for_the_bytes_rather_than_blami
 
     assert response.context["analysis"].label == "unexplained"
     assert response.context["remedy"] == TRANSCRIPT_UNEXPLAINED_REMEDY
-    assert "capture the requests (claude-trace)" in response.content.decode()
+    assert "capture the requests (claude-trace" in response.content.decode()
     assert LABEL_REMEDIES["unexplained"] not in response.content.decode()
+    assert "identical prefix inside the TTL" not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_request_that_read_nothing_and_wrote_its_prompt_does_not_show_no_miss(
+    viewer_client: Client,
+) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="cold", format="claude-code"
+    )
+    usage_row(session, 0, START, 0, 12_000)  # the whole prompt written, nothing read
+    session_analyse(session_id=session.pk)
+    response = viewer_client.get(Request.objects.get(session=session, ordinal=0).get_absolute_url())
+    page = response.content.decode()
+
+    assert response.context["verdict"].badge == "cold write"
+    assert ">cold write</span>" in page
+    assert ">no miss</span>" not in page
+    assert BADGE_MEANINGS["cold write"] in page

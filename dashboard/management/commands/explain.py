@@ -67,7 +67,7 @@ class Command(BaseCommand):
         """The words under a request's row: what its label means, the remedy and its warnings."""
         said = result_verdict(result)
         if said.label or said.detail:
-            what = said.label or "no miss"
+            what = said.badge
             if said.material:
                 what += ", material"
             self.stdout.write(f"{'':>4}   verdict: {what}" + (f" — {said.detail}" if said.detail else ""))
@@ -85,7 +85,7 @@ def _row(result: RequestResult) -> str:
     data = result.data
     figures = data["figures"]
     change = data["first_change"]
-    what = data["label"] or "ok"
+    what = result_verdict(result).badge
     if change is not None:
         what += f"; first change at {change['tier']}:{change['position']} ({change['cause']})"
     return (

@@ -93,7 +93,12 @@ def test_an_unexplained_miss_without_bodies_asks_for_the_bytes() -> None:
 
     assert (said.label, said.material) == ("unexplained", True)
     assert said.remedy == TRANSCRIPT_UNEXPLAINED_REMEDY
-    assert "read(N) = read(N-1) + write(N-1)" in said.detail
+    assert "claude-trace" in said.remedy
+    assert "diagnostics" in said.remedy
+    # It claims neither an identical prefix nor an eviction: it ranks what the figures allow.
+    assert "identical prefix inside the TTL" not in said.detail
+    assert "cannot be shown" in said.detail
+    assert [c["cause"] for c in result.data["candidates"]] == ["bytes-changed", "provider-side"]
     # The same analysis of a request whose bytes were logged blames provider-side eviction instead.
     assert verdict(result.data, has_body=True).remedy == LABEL_REMEDIES["unexplained"]
 
@@ -104,7 +109,8 @@ def test_each_verdict_lists_the_warnings_of_its_own_request_only() -> None:
 
     assert first.warnings == ()
     assert [w.kind for w in second.warnings] == ["unexplained-miss"]
-    assert "reported read 3000, predicted 12000" in second.warnings[0].message
+    assert "reported read 3000, the previous call left 12000 cached" in second.warnings[0].message
+    assert "identical prefix" not in second.warnings[0].message
 
 
 def test_the_verdict_json_has_every_part_of_the_verdict() -> None:
@@ -117,6 +123,8 @@ def test_the_verdict_json_has_every_part_of_the_verdict() -> None:
         "detail",
         "remedy",
         "material",
+        "badge",
+        "meaning",
         "warnings",
         "provider_diagnosis",
         "client_version",
