@@ -52,6 +52,7 @@ class SessionFilters:
     q: str = ""
     source: str = ""
     model: str = ""
+    client_version: str = ""
     started_from: date | None = None
     started_to: date | None = None
     warnings: bool = False
@@ -72,6 +73,7 @@ class SessionFilters:
             q=params.get("q", "").strip()[:200],
             source=params.get("source", "").strip(),
             model=params.get("model", "").strip(),
+            client_version=params.get("client_version", "").strip(),
             started_from=_parse(params, "from", date.fromisoformat, errors, "a date like 2026-01-31"),
             started_to=_parse(params, "to", date.fromisoformat, errors, "a date like 2026-01-31"),
             warnings=params.get("warnings", "") in {"1", "on", "true"},
@@ -88,6 +90,8 @@ class SessionFilters:
             sessions = sessions.filter(source__name=self.source)
         if self.model:
             sessions = sessions.filter(models_used__contains=self.model)
+        if self.client_version:
+            sessions = sessions.filter(client_version=self.client_version)
         if self.started_from:
             sessions = sessions.filter(started_at__gte=_start_of(self.started_from))
         if self.started_to:

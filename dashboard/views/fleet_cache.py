@@ -1,18 +1,21 @@
 """The overview's fleet panels: hit rate per day and per source, the warnings by kind, recent
-material misses and the sessions that re-wrote or wasted the most cache."""
+material misses, the sessions that re-wrote or wasted the most cache, the misses by the provider's
+own stated reason and the hit rate by client release."""
 
 from __future__ import annotations
 
 from datetime import date
 from typing import Any
 
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import TruncDay
 
 from dashboard.charts import fleet_hit_rate_chart, fleet_sources_chart, warnings_by_kind_chart
 from dashboard.models import Request, RequestAnalysis, Session, Warning
 from dashboard.services.costs import sessions_cost_compute
+from dashboard.views.client_versions import hit_rate_by_client_version
 from projections.hit_rate import hit_rate
+from projections.provider_diagnosis import PROVIDER_HIT
 
 FLEET_DAYS = 90
 TOP_REWRITERS = 10
@@ -46,6 +49,22 @@ def _rate(sums: dict[str, Any]) -> float | None:
     write_5m, write_1h = sums["write_5m"], sums["write_1h"]
     writes = None if write_5m is None and write_1h is None else (write_5m or 0) + (write_1h or 0)
     return hit_rate(read=sums["read"], uncached=sums["uncached"], writes=writes)
+
+
+def misses_by_provider_reason() -> list[dict[str, Any]]:
+    """Requests whose response stated a cache-miss reason, counted by provider and reason with the
+    tokens the provider says missed, most frequent first (one aggregate query).
+
+    A provider that found no divergence (OpenAI's ``cache_hit``) stated no miss and is left out;
+    one that could not compare (``previous_message_not_found``, ``unavailable``) is counted under
+    that word, so a fleet that asks for diagnostics in vain shows it.
+    """
+    return list(
+        Request.objects.exclude(provider_miss_reason__in=("", PROVIDER_HIT))
+        .values("provider", "provider_miss_reason")
+        .annotate(requests=Count("id"), missed=Sum("provider_missed_tokens"))
+        .order_by("-requests", "provider", "provider_miss_reason")
+    )
 
 
 def top_wasted_writes() -> list[dict[str, Any]]:
@@ -107,6 +126,8 @@ def fleet_cache_context() -> dict[str, Any]:
         "warnings_chart": warnings_by_kind_chart(kinds) if kinds else None,
         "recent_misses": list(misses),
         "wasters": top_wasted_writes(),
+        "provider_reasons": misses_by_provider_reason(),
+        "client_versions": hit_rate_by_client_version(),
         "fleet_days": points,
         "rewriters": [
             {"session": sessions[r["session"]], "rewritten": r["rewritten"]}

@@ -8,6 +8,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Block, Request
 from dashboard.views.analysis import request_analysis_context
+from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
 
 REQUESTS_PER_PAGE = 100
@@ -20,9 +21,18 @@ def request_list(request: HtmxHttpRequest) -> HttpResponse:
     model = request.GET.get("model", "")
     if model:
         requests = requests.filter(model=model)
+    client_version = request.GET.get("client_version", "").strip()
+    if client_version:
+        requests = requests.filter(client_version=client_version)
     page = Paginator(requests, REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
     template = "dashboard/request_list.html" + ("#request-table" if request.htmx else "")
-    return render(request, template, {"page": page, "model": model})
+    context = {
+        "page": page,
+        "model": model,
+        "client_version": client_version,
+        "client_versions": known_client_versions(),
+    }
+    return render(request, template, context)
 
 
 @require_GET

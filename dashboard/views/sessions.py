@@ -16,6 +16,7 @@ from dashboard.models.sessions import EVENTS_PER_PAGE
 from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 from dashboard.views.analysis import session_analysis_context
+from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
 
 REQUESTS_PER_PAGE = 100
@@ -35,6 +36,7 @@ def sessions_page(params: QueryDict) -> dict[str, Any]:
         "filters": filters,
         "sources": Source.objects.values_list("name", flat=True),
         "models": _known_models(),
+        "client_versions": known_client_versions(),
     }
 
 

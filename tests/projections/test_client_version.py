@@ -9,6 +9,7 @@ from projections.client_version import client_version, user_agent_version, versi
 from projections.formats.captures import parse_capture_record
 from projections.formats.claude_code import read_claude_code
 from projections.formats.claude_trace import parse_trace_record
+from projections.formats.codex import read_codex
 from projections.normalized import RequestRecord
 
 
@@ -80,3 +81,12 @@ def test_a_claude_code_transcript_takes_each_call_s_release_from_its_line(tmp_pa
 def test_releases_sort_by_number_not_by_text() -> None:
     values = ["claude-code 1.0.10", "codex 0.5.0", "claude-code 1.0.9"]
     assert sorted(values, key=version_sort_key) == ["claude-code 1.0.9", "claude-code 1.0.10", "codex 0.5.0"]
+
+
+def test_a_codex_rollout_names_its_cli_release_on_every_call() -> None:
+    fixtures = Path(__file__).parent / "formats" / "fixtures" / "codex" / "sessions"
+    (path,) = sorted(fixtures.glob("2025/10/14/*.jsonl"))
+    (session,) = list(read_codex(path))
+    records = [item for item in session.items if isinstance(item, RequestRecord)]
+    assert records
+    assert {r.client_version for r in records} == {"codex 0.46.0"}

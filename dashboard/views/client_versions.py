@@ -1,0 +1,74 @@
+"""Client releases across the fleet: the releases seen (for the list filters) and the hit rate of
+each, so "which release regressed our hit rate?" has an answer on the overview."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db.models import Count, Sum
+
+from dashboard.models import Request
+from projections.client_version import version_sort_key
+from projections.hit_rate import hit_rate
+
+KNOWN_VERSIONS_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ClientVersionRow:
+    """One client release's requests, sessions, prompt tokens and hit rate."""
+
+    client_version: str
+    sessions: int
+    requests: int
+    prompt_tokens: int
+    hit_rate: float | None
+    """By the one rule of :func:`projections.hit_rate.hit_rate`; ``None`` when nothing was reported."""
+
+
+def known_client_versions() -> list[str]:
+    """Every client release seen, in release order; cached briefly since it scans the requests."""
+
+    def load() -> list[str]:
+        # No ordering: the model's default ordering would make every row distinct.
+        found = (
+            Request.objects.exclude(client_version="")
+            .order_by()
+            .values_list("client_version", flat=True)
+            .distinct()
+        )
+        return sorted(found, key=version_sort_key)
+
+    return list(cache.get_or_set("client-versions:known", load, KNOWN_VERSIONS_SECONDS))
+
+
+def hit_rate_by_client_version() -> list[ClientVersionRow]:
+    """Per client release, its token sums and hit rate, from one aggregate query, in release order."""
+    sums = (
+        Request.objects.exclude(client_version="")
+        .values("client_version")
+        .annotate(
+            sessions=Count("session", distinct=True),
+            requests=Count("id"),
+            read=Sum("cache_read_tokens"),
+            uncached=Sum("uncached_input_tokens"),
+            write_5m=Sum("cache_write_5m_tokens"),
+            write_1h=Sum("cache_write_1h_tokens"),
+        )
+        .order_by()
+    )
+    rows = []
+    for row in sums:
+        write_5m, write_1h = row["write_5m"], row["write_1h"]
+        writes = None if write_5m is None and write_1h is None else (write_5m or 0) + (write_1h or 0)
+        rows.append(
+            ClientVersionRow(
+                client_version=row["client_version"],
+                sessions=row["sessions"],
+                requests=row["requests"],
+                prompt_tokens=(row["read"] or 0) + (row["uncached"] or 0) + (writes or 0),
+                hit_rate=hit_rate(read=row["read"], uncached=row["uncached"], writes=writes),
+            )
+        )
+    return sorted(rows, key=lambda r: version_sort_key(r.client_version))
