@@ -80,3 +80,20 @@ def test_claude_trace_sample_reads_ten_calls_with_usage() -> None:
     assert all(r.usage is not None and r.body is not None for r in requests)
     assert {r.lineage for r in requests if "haiku" in r.model} == {"side"}
     assert {r.lineage for r in requests if "sonnet" in r.model} == {"main"}
+
+
+@pytest.mark.parametrize(
+    ("name", "release"),
+    [
+        ("claude-trace/log-sample.jsonl", "claude-code 1.0.6"),
+        ("claude-code/tool_heavy.jsonl", "claude-code 2.1.38"),
+        ("claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", "claude-code 1.0.108"),
+    ],
+)
+def test_real_logs_name_the_claude_code_release_of_every_call(name: str, release: str) -> None:
+    # claude-trace states it in the User-Agent header, a transcript on every line: one name for both.
+    requests = [r for session in read_sessions(SHARED_DATA / name) for r in drain(session)[1]]
+    assert requests
+    assert {r.client_version for r in requests} == {release}
+    # These logs predate the providers' cache diagnostics: no response states a reason.
+    assert {r.provider_diagnosis for r in requests} == {None}
