@@ -199,7 +199,7 @@ def _items(
                     usage = normalize_usage(exchange.usage_shape, exchange.raw_usage)
                 except UsageError as error:
                     yield LineError(name, line.number, f"usage.{error.field}", error.reason)
-            yield _cache_request_event(seq, exchange, usage, line.number)
+            yield cache_request_event(seq, exchange, usage, line.number)
             yield exchange.record(
                 key=exchange.key or f"line-{line.number}", ordinal=seq, usage=usage, line=line.number
             )
@@ -211,7 +211,8 @@ def _items(
         session.crash_tail = log.crash_tail
 
 
-def _cache_request_event(seq: int, exchange: Exchange, usage: Usage | None, line: int) -> EventRecord:
+def cache_request_event(seq: int, exchange: Exchange, usage: Usage | None, line: int) -> EventRecord:
+    """The ``cache/request`` event that stands for one call in its session's log, at ``seq``."""
     data: dict[str, JSON] = {
         "requestRef": exchange.key or f"line-{line}",
         "model": exchange.model,

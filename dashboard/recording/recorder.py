@@ -1,0 +1,201 @@
+"""Storing what the proxy passed, on a thread of its own so a client never waits for the database.
+
+The proxy hands each finished call to :meth:`Recorder.submit`, which only puts it on a bounded
+queue. The recorder's thread takes what has queued, turns each call into its claude-trace record,
+and stores the calls session by session. When storing fails (the database is down, the disk is
+full) the batch goes to the :class:`~dashboard.recording.spool.Spool`; spooled batches are stored
+first, oldest first, once storing works again, so a session's calls keep their order.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from django.db import DatabaseError, close_old_connections, connection
+
+from dashboard.recording.capture import CapturedCall
+from dashboard.recording.spool import Spool
+from dashboard.services.ingest import IngestSummary
+from dashboard.services.record_ingest import ingest_recorded
+from projections.formats.recorded import RecordedCall
+
+log = logging.getLogger("cachescope.record")
+
+QUEUE_SIZE = 1000
+"""Calls waiting for the thread; past this a call is dropped rather than held in memory."""
+BATCH_SIZE = 200
+RETRY_SECONDS = 5.0
+"""How long the thread waits before trying the spool again after storing failed."""
+STORAGE_ERRORS: tuple[type[BaseException], ...] = (DatabaseError, OSError)
+"""Failures of the storage itself, which pass; anything else is a bug and is not retried."""
+
+Store = Callable[..., IngestSummary]
+""":func:`~dashboard.services.record_ingest.ingest_recorded`'s signature."""
+
+
+@dataclass(slots=True)
+class RecorderStats:
+    """What the recorder did since it started; printed by the command."""
+
+    stored: int = 0
+    spooled: int = 0
+    dropped: int = 0
+    failed: int = 0
+
+
+class Recorder:
+    """Stores captured calls for ``source_name`` in the background."""
+
+    def __init__(
+        self,
+        *,
+        source_name: str,
+        spool: Spool,
+        store: Store = ingest_recorded,
+        retry_seconds: float = RETRY_SECONDS,
+        queue_size: int = QUEUE_SIZE,
+    ) -> None:
+        self.source_name = source_name
+        self.spool = spool
+        self.store = store
+        self.retry_seconds = retry_seconds
+        self.stats = RecorderStats()
+        self.submitted = 0
+        """Calls handed over so far (stored, spooled, dropped or still queued)."""
+        self._queue: queue.Queue[CapturedCall | None] = queue.Queue(maxsize=queue_size)
+        self._thread = threading.Thread(target=self._run, name="cachescope-recorder", daemon=True)
+        self._next_retry = 0.0
+        self._idle = threading.Condition()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, call: CapturedCall) -> None:
+        """Queue a call for storage; never blocks (a full queue drops the call and says so)."""
+        self.submitted += 1
+        try:
+            self._queue.put_nowait(call)
+        except queue.Full:
+            self.stats.dropped += 1
+            with self._idle:
+                self._idle.notify_all()
+            log.warning(
+                "record: queue full, dropped call %s; %d dropped since start", call.call_id, self.dropped
+            )
+
+    @property
+    def dropped(self) -> int:
+        """Calls lost: a full queue or a full spool."""
+        return self.stats.dropped + self.spool.dropped_calls
+
+    def wait_idle(self, timeout: float, *, submitted: int = 0) -> bool:
+        """Wait until at least ``submitted`` calls were handed over and every one handed over is stored
+        or spooled; ``False`` on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self.submitted < submitted or self._queue.unfinished_tasks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Store what is queued, then end the thread."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            self._store_spooled()
+            while True:
+                batch, taken, stopping = self._take()
+                if batch:
+                    self._store_batch(batch)
+                elif self.spool.pending() and time.monotonic() >= self._next_retry:
+                    self._store_spooled()
+                with self._idle:
+                    for _ in range(taken):
+                        self._queue.task_done()
+                    self._idle.notify_all()
+                if stopping:
+                    return
+        finally:
+            connection.close()
+
+    def _take(self) -> tuple[list[CapturedCall], int, bool]:
+        """What has queued (waiting a little for the first), how many items that took, and whether
+        the stop sign was among them."""
+        try:
+            item = self._queue.get(timeout=min(self.retry_seconds, 1.0))
+        except queue.Empty:
+            return [], 0, False
+        batch: list[CapturedCall] = []
+        taken = 1
+        while item is not None:
+            batch.append(item)
+            if len(batch) >= BATCH_SIZE:
+                return batch, taken, False
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return batch, taken, False
+            taken += 1
+        return batch, taken, True
+
+    def _store_batch(self, batch: list[CapturedCall]) -> None:
+        sessions: dict[str, list[RecordedCall]] = {}
+        for call in batch:
+            try:
+                record = call.trace_record()
+            except Exception:
+                # A call the recorder cannot describe is a bug: say so, keep the thread going.
+                log.exception("record: call %s could not be turned into a record", call.call_id)
+                self.stats.failed += 1
+                continue
+            sessions.setdefault(call.session_id, []).append(RecordedCall(call.call_id, record))
+        # Spooled batches are older: they go first, and while they cannot, the new ones join them.
+        spool_first = bool(self.spool.pending()) and not self._store_spooled()
+        for session_id, calls in sessions.items():
+            if spool_first or not self._store(session_id, calls, origin="proxy"):
+                spool_first = True
+                if self.spool.put(session_id, calls):
+                    self.stats.spooled += len(calls)
+
+    def _store_spooled(self) -> bool:
+        """Store spooled batches, oldest first; ``True`` when the spool is empty afterwards."""
+        for path in self.spool.pending():
+            try:
+                spooled = self.spool.read(path)
+            except (ValueError, OSError) as error:
+                log.error("record: skipping a damaged spool file: %s", error)
+                path.rename(path.with_suffix(".damaged"))
+                continue
+            if not self._store(spooled.session_id, spooled.calls, origin=str(path)):
+                return False
+            self.spool.remove(path)
+        return True
+
+    def _store(self, session_id: str, calls: Sequence[RecordedCall], *, origin: str) -> bool:
+        """Store one session's calls; ``False`` when the storage failed and they must wait."""
+        close_old_connections()
+        try:
+            summary = self.store(
+                source_name=self.source_name, session_id=session_id, calls=calls, path=origin
+            )
+        except STORAGE_ERRORS as error:
+            log.warning("record: storing %d call(s) failed, spooling: %s", len(calls), error)
+            # A connection that failed mid-transaction is unusable: the next try opens a new one.
+            connection.close()
+            self._next_retry = time.monotonic() + self.retry_seconds
+            return False
+        for problem in summary.errors:
+            log.warning("record: %s: %s: %s", problem.path, problem.field, problem.reason)
+        self.stats.stored += summary.requests_added
+        return True
