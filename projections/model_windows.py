@@ -3,8 +3,8 @@
 A dated table: one :class:`WindowRule` per model family, each with the public page its figure comes
 from and the day that page was checked. Rules are tried in order and the first whose pattern
 matches the model id wins, so a specific family sits above the broader one it belongs to. The
-table is meant to grow into per-provider rules (cache minimums, TTLs, price multipliers) with the
-same shape: a frozen row, its source and its date.
+figures live in :mod:`projections.provider_rules`, beside each family's cache minimums, lifetimes
+and price multipliers; this module reads their window column.
 
 Anthropic serves some models with a 1M-token window only on request: the API takes the
 ``context-1m-2025-08-07`` beta header, and Claude Code asks for it when its model setting carries a
@@ -20,20 +20,15 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Final
 
+from projections import provider_rules
+
 LONG_CONTEXT_BETA = "context-1m-2025-08-07"
 """The ``anthropic-beta`` value that asks for the 1M-token window."""
 
-LONG_CONTEXT_SUFFIX = "[1m]"
+LONG_CONTEXT_SUFFIX = provider_rules.LONG_CONTEXT_SUFFIX
 """The model-id suffix Claude Code uses for a 1M-token window."""
 
-CHECKED = date(2026, 12, 3)
-
-_ANTHROPIC_MODELS = "https://platform.claude.com/docs/en/models/overview"
-_ANTHROPIC_CONTEXT = "https://platform.claude.com/docs/en/build-with-claude/context-windows"
-_OPENAI_MODELS = "https://platform.openai.com/docs/models"
-_GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
-_DEEPSEEK_PRICING = "https://api-docs.deepseek.com/quick_start/pricing"
-_DEEPSEEK_V4 = "https://openrouter.ai/deepseek/deepseek-v4-flash"
+CHECKED = provider_rules.CHECKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,85 +53,26 @@ class WindowRule:
         return re.match(self.pattern, _bare(model)) is not None
 
 
-def _rule(
-    provider: str,
-    family: str,
-    pattern: str,
-    window: int,
-    source: str,
-    *,
-    long_window: int | None = None,
-    host_windows: tuple[tuple[str, int], ...] = (),
-) -> WindowRule:
-    return WindowRule(provider, family, pattern, window, source, CHECKED, long_window, host_windows)
+def _window_rule(rule: provider_rules.ModelRule) -> WindowRule | None:
+    """The window part of a row of the provider rules, for a family whose window is known."""
+    if rule.window is None or rule.window_source is None:
+        return None
+    return WindowRule(
+        rule.provider,
+        rule.family,
+        rule.pattern,
+        rule.window,
+        rule.window_source.url,
+        rule.window_source.checked,
+        rule.long_window,
+        rule.host_windows,
+    )
 
 
-_1M = 1_000_000
-_200K = 200_000
-
-WINDOW_RULES: Final[tuple[WindowRule, ...]] = (
-    # Anthropic. Opus 4.6 onward and Sonnet 4.6 onward serve 1M natively (model pages, e.g.
-    # https://platform.claude.com/docs/en/models/opus-4-6/overview: "Context window: 1M tokens").
-    # Claude Code runs the 4.6 to 4.8 models at 200k unless its model setting carries [1m]: its
-    # /context shows 200k for claude-opus-4-6 (https://github.com/anthropics/claude-code/issues/24208),
-    # and the shared Opus 4.6 transcript compacts at preTokens 170,251, at the 200k auto-compact point.
-    _rule(
-        "anthropic",
-        "Claude Haiku 4.5 and older Haiku",
-        r"claude-(haiku-4-5|3-5-haiku|3-haiku)",
-        _200K,
-        _ANTHROPIC_MODELS,
-    ),
-    _rule(
-        "anthropic",
-        "Claude Opus 4.6 to 4.8",
-        r"claude-opus-4-[678]",
-        _1M,
-        _ANTHROPIC_MODELS,
-        long_window=_1M,
-        host_windows=(("claude-code", _200K),),
-    ),
-    _rule(
-        "anthropic",
-        "Claude Sonnet 4.6",
-        r"claude-sonnet-4-6",
-        _1M,
-        _ANTHROPIC_MODELS,
-        long_window=_1M,
-        host_windows=(("claude-code", _200K),),
-    ),
-    _rule(
-        "anthropic",
-        "Claude 5 family (Opus, Sonnet, Fable)",
-        r"claude-(opus|sonnet|fable)-5",
-        _1M,
-        _ANTHROPIC_MODELS,
-    ),
-    # Sonnet 4 and 4.5: 200k, or 1M with the context-1m beta header.
-    _rule(
-        "anthropic",
-        "Claude Sonnet 4 and 4.5",
-        r"claude-sonnet-4(-5)?(-\d{8})?$",
-        _200K,
-        _ANTHROPIC_CONTEXT,
-        long_window=_1M,
-    ),
-    _rule("anthropic", "Claude Opus 4 to 4.5", r"claude-opus-4(-[015])?(-\d{8})?$", _200K, _ANTHROPIC_MODELS),
-    _rule("anthropic", "Claude 3.x", r"claude-3", _200K, _ANTHROPIC_MODELS),
-    # OpenAI (model pages under https://platform.openai.com/docs/models/<id>).
-    _rule("openai", "GPT-5.4 and later GPT-5", r"gpt-5\.([4-9]|\d{2})", 1_050_000, _OPENAI_MODELS),
-    _rule("openai", "GPT-5 to GPT-5.2", r"gpt-5", 400_000, _OPENAI_MODELS),
-    _rule("openai", "GPT-4.1", r"gpt-4\.1", 1_047_576, _OPENAI_MODELS),
-    _rule("openai", "GPT-4o", r"(chatgpt-)?gpt-4o", 128_000, _OPENAI_MODELS),
-    _rule("openai", "o3 and o4-mini", r"o(3|4-mini)", 200_000, _OPENAI_MODELS),
-    # Google: "Input token limit 1,048,576" on each Gemini 2.x model page.
-    _rule("gemini", "Gemini 2.x", r"gemini-2\.", 1_048_576, _GEMINI_MODELS),
-    # DeepSeek V4 (Flash, Pro): 1,048,576; the harness's own logs state 1,000,000 in request/context,
-    # which wins where present. deepseek-chat and deepseek-reasoner (V3.2): 128K (64K before V3.1).
-    _rule("deepseek", "DeepSeek V4 (Flash, Pro)", r"deepseek-v4", 1_048_576, _DEEPSEEK_V4),
-    _rule(
-        "deepseek", "DeepSeek V3.2 (chat, reasoner)", r"deepseek-(chat|reasoner)", 128_000, _DEEPSEEK_PRICING
-    ),
+# The windows live in the provider rules (projections.provider_rules), beside each family's caching
+# figures, so a model's facts have one home; this is their window column, in the same order.
+WINDOW_RULES: Final[tuple[WindowRule, ...]] = tuple(
+    window for window in map(_window_rule, provider_rules.MODEL_RULES) if window is not None
 )
 
 
@@ -153,12 +89,7 @@ class ContextWindow:
 
 def _bare(model: str) -> str:
     """The model id without a provider prefix (``anthropic/``, Bedrock's ``us.anthropic.``) or ``[1m]``."""
-    name = model.strip().lower().removesuffix(LONG_CONTEXT_SUFFIX)
-    name = name.rsplit("/", 1)[-1]
-    if "anthropic." in name:
-        name = name.split("anthropic.", 1)[1]
-    # Bedrock and Vertex spell versions with "@" or a ":0" tail.
-    return re.sub(r"(@.*|-v\d+(:\d+)?)$", "", name)
+    return provider_rules.bare_model(model)
 
 
 def window_rule(model: str) -> WindowRule | None:

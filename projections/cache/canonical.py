@@ -55,11 +55,15 @@ def canonical_array(raws: Sequence[JSON]) -> bytes:
         return b"[" + b",".join(map(canonical_bytes, raws)) + b"]"
 
 
+MARKER_KEYS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+"""Fields that mark a cache breakpoint (Anthropic's, OpenAI's GPT-5.6 one) rather than content."""
+
+
 def without_control(raw: JSON) -> JSON:
-    """The unit as the cache keys it: ``cache_control`` removed, also from a tool result's parts."""
+    """The unit as the cache keys it: breakpoint markers removed, also from a tool result's parts."""
     if not isinstance(raw, dict):
         return raw
-    stripped = {k: v for k, v in raw.items() if k != "cache_control"}
+    stripped = {k: v for k, v in raw.items() if k not in MARKER_KEYS}
     content = stripped.get("content")
     if stripped.get("type") == "tool_result" and isinstance(content, list):
         stripped["content"] = [without_control(part) if isinstance(part, dict) else part for part in content]

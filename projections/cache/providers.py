@@ -1,23 +1,26 @@
 """Provider cache models: the facts per platform and model, and a predictor over a request stream (DESIGN §7).
 
-The table is versioned: each row names the platforms and model pattern it covers and the date
-from which it holds, so a request is judged by the rules in force when it was sent.
+The facts come from the dated table of :mod:`projections.provider_rules`: each row names the
+platforms and model pattern it covers and the date from which it holds, so a request is judged by
+the rules in force when it was sent. Each caching scheme has its predictor here: Anthropic's
+breakpoints with a lookback, OpenAI's GPT-5.6 breakpoints with exact matches, DeepSeek's whole
+prefix units, and the automatic prefix caches of older OpenAI models and Gemini.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal
 
 from projections.cache.diff import shared_prefix_length
 from projections.cache.rendered_request import RenderedRequest
+from projections.provider_rules import MECHANICS, ModelRule, Scheme, model_rule
 
 Family = Literal["anthropic", "openai", "deepseek", "gemini"]
 
-TTL_SECONDS = {"5m": 300, "1h": 3600}
+TTL_SECONDS = dict(MECHANICS["anthropic-breakpoints"].lifetimes)
 """Anthropic cache lifetimes, refreshed by every read (Anthropic prompt caching docs, "Cache lifetime")."""
 
 MATERIAL_SHARE = 0.05
@@ -27,80 +30,57 @@ MATERIAL_TOKENS = 2_000
 
 @dataclass(frozen=True, slots=True)
 class CacheFacts:
-    """How one provider caches for one model family."""
+    """How one provider caches for one model family: a row of :mod:`projections.provider_rules`."""
 
     family: Family
     minimum_tokens: int
     breakpoints: int
-    """Explicit breakpoints allowed per request; 0 where caching is automatic."""
+    """Breakpoints a request may write; 0 where caching is automatic."""
     lookback: int
     granularity: int
     """Cached prefixes are counted in steps of this many tokens after the minimum (1 = exact)."""
     retention_seconds: int
+    """The default lifetime of an entry."""
     source: str
+    scheme: Scheme = "anthropic-breakpoints"
+    lifetimes: Mapping[str, int] = field(default_factory=dict)
+    """Every lifetime the scheme knows, in seconds, by the name a request uses for it."""
 
+    @classmethod
+    def of(cls, rule: ModelRule) -> CacheFacts:
+        """The predictor's view of a row of the provider rules."""
+        mechanics = rule.mechanics
+        return cls(
+            family=rule.provider,
+            minimum_tokens=rule.minimum_tokens,
+            breakpoints=mechanics.writes_per_request,
+            lookback=mechanics.lookback,
+            granularity=mechanics.granularity,
+            retention_seconds=mechanics.lifetimes[mechanics.default_lifetime],
+            source=rule.minimum_source.url,
+            scheme=rule.scheme,
+            lifetimes=mechanics.lifetimes,
+        )
 
-@dataclass(frozen=True, slots=True)
-class FactsRow:
-    """One row of the versioned table."""
-
-    platforms: frozenset[str]
-    model_pattern: str
-    valid_from: date
-    facts: CacheFacts
-
-
-_ANTHROPIC_PLATFORMS = frozenset({"anthropic", "bedrock", "vertex", "openrouter"})
-_ANTHROPIC_DOCS = "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching"
-
-# Anthropic: up to 4 breakpoints; the read path checks at most 20 block positions before each
-# breakpoint; minimum cacheable prompt length per model (prompt caching docs, "Cache limitations":
-# 1,024 Sonnet 4.x / Opus 4 / 4.1, 2,048 Haiku 3 / 3.5, 4,096 Opus 4.5 / 4.6 and Haiku 4.5).
-_ANTHROPIC_1024 = CacheFacts("anthropic", 1_024, 4, 20, 1, 300, _ANTHROPIC_DOCS)
-_ANTHROPIC_2048 = CacheFacts("anthropic", 2_048, 4, 20, 1, 300, _ANTHROPIC_DOCS)
-_ANTHROPIC_4096 = CacheFacts("anthropic", 4_096, 4, 20, 1, 300, _ANTHROPIC_DOCS)
-# OpenAI: automatic on prompts of 1,024 tokens or more, hits in 128-token increments, in-memory
-# retention of 5-10 minutes of inactivity (at most an hour), or 24 h with
-# prompt_cache_retention="24h" (https://platform.openai.com/docs/guides/prompt-caching).
-_OPENAI = CacheFacts(
-    "openai", 1_024, 0, 0, 128, 600, "https://platform.openai.com/docs/guides/prompt-caching"
-)
-# DeepSeek: context caching on disk, on by default; prefix units persisted at request boundaries
-# and reported as prompt_cache_hit_tokens / prompt_cache_miss_tokens; the cache is kept for hours
-# (https://api-docs.deepseek.com/guides/kv_cache). 64-token storage unit.
-_DEEPSEEK = CacheFacts("deepseek", 64, 0, 0, 64, 3_600, "https://api-docs.deepseek.com/guides/kv_cache")
-# Gemini implicit caching: minimum 1,024 tokens for 2.5 Flash, 4,096 for 2.5 Pro; hits reported in
-# usageMetadata.cachedContentTokenCount (https://ai.google.dev/gemini-api/docs/caching).
-_GEMINI_FLASH = CacheFacts("gemini", 1_024, 0, 0, 1, 600, "https://ai.google.dev/gemini-api/docs/caching")
-_GEMINI_PRO = CacheFacts("gemini", 4_096, 0, 0, 1, 600, "https://ai.google.dev/gemini-api/docs/caching")
-
-FACTS_TABLE: tuple[FactsRow, ...] = (
-    FactsRow(
-        _ANTHROPIC_PLATFORMS,
-        r"opus-4-[56]|opus-4\.[56]|haiku-4-5|haiku-4\.5",
-        date(2025, 10, 1),
-        _ANTHROPIC_4096,
-    ),
-    FactsRow(_ANTHROPIC_PLATFORMS, r"haiku", date(2024, 8, 14), _ANTHROPIC_2048),
-    FactsRow(_ANTHROPIC_PLATFORMS, r"claude", date(2024, 8, 14), _ANTHROPIC_1024),
-    FactsRow(frozenset({"openai", "azure", "openrouter"}), r"gpt|^o\d|openai/", date(2024, 10, 1), _OPENAI),
-    FactsRow(frozenset({"deepseek", "openrouter"}), r"deepseek", date(2024, 8, 2), _DEEPSEEK),
-    FactsRow(frozenset({"gemini", "vertex", "openrouter"}), r"gemini.*pro", date(2025, 5, 8), _GEMINI_PRO),
-    FactsRow(frozenset({"gemini", "vertex", "openrouter"}), r"gemini", date(2025, 5, 8), _GEMINI_FLASH),
-)
+    def lifetime(self, name: object) -> int:
+        """Seconds an entry lives when the request asks for lifetime ``name``; the default otherwise."""
+        return (
+            self.lifetimes.get(name, self.retention_seconds)
+            if isinstance(name, str)
+            else self.retention_seconds
+        )
 
 
 class UnknownModelError(LookupError):
-    """No row of the facts table covers a platform and model."""
+    """No row of the provider rules covers a platform and model."""
 
 
 def cache_facts(platform: str, model: str, on: date | None = None) -> CacheFacts:
     """The cache facts for a platform and model, as in force on ``on`` (default: the newest rows)."""
-    for row in FACTS_TABLE:
-        matches = platform in row.platforms and re.search(row.model_pattern, model, re.IGNORECASE)
-        if matches and (on is None or on >= row.valid_from):
-            return row.facts
-    raise UnknownModelError(f"no cache facts for platform {platform!r}, model {model!r}")
+    rule = model_rule(platform, model, on)
+    if rule is None:
+        raise UnknownModelError(f"no cache facts for platform {platform!r}, model {model!r}")
+    return CacheFacts.of(rule)
 
 
 def openai_cached_tokens(shared: int, minimum: int = 1_024, step: int = 128) -> int:
@@ -144,6 +124,8 @@ class CacheState:
     """Every entry written so far, keyed by prefix hash."""
 
     entries: dict[str, CacheEntry] = field(default_factory=dict)
+    seen: dict[str, CacheEntry] = field(default_factory=dict)
+    """Every prefix sent so far, cached or not: where DeepSeek looks for a common prefix to persist."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +192,12 @@ class CachePredictor:
         """Predict one request and update the cache state with what it reads and writes."""
         facts = cache_facts(call.platform, call.rendered.model, _day(call.started_at))
         prev = self.previous.get(call.lineage)
-        if facts.family == "anthropic":
+        if facts.scheme == "anthropic-breakpoints":
             prediction = _predict_anthropic(self.state, call, prev, facts)
+        elif facts.scheme == "openai-breakpoints":
+            prediction = _predict_openai_breakpoints(self.state, call, prev, facts)
+        elif facts.scheme == "deepseek-units":
+            prediction = _predict_units(self.state, call, prev, facts)
         else:
             prediction = _predict_automatic(self.state, call, prev, facts)
         self.previous[call.lineage] = call
@@ -425,28 +411,9 @@ def _predict_automatic(
     shared_tokens = cur.cum_tokens[lo]
     read = openai_cached_tokens(shared_tokens, facts.minimum_tokens, facts.granularity)
     read_from = entries[hashes[lo - 1]].writer if lo else None
-    label: str | None = None
-    detail = ""
-    if cur.total_tokens < facts.minimum_tokens:
-        label, detail = "below-minimum", f"{cur.total_tokens} tokens, the minimum is {facts.minimum_tokens}"
-    elif prev is not None and prev.rendered.model != cur.model:
-        label, detail = "model-changed", f"{prev.rendered.model} → {cur.model}"
-    elif prev is not None:
-        shared = shared_prefix_length(prev.rendered, cur)
-        if shared < len(prev.rendered) or prev.rendered.header_hash != cur.header_hash:
-            position = 0 if prev.rendered.header_hash != cur.header_hash else shared
-            tier = cur.tiers[position] if position < len(cur) else prev.rendered.tiers[position]
-            label, detail = f"prefix-changed@{tier}:{position}", f"first change at {tier} position {position}"
-        else:
-            last = entries.get(prev.rendered.prefix_hashes[-1]) if len(prev.rendered) else None
-            if last is not None and not _usable(last, now):
-                label, detail = "ttl-expired", f"the prompt of {last.writer} is no longer retained"
-            elif call.reported_read is not None and is_material(read - call.reported_read, cur.total_tokens):
-                label, detail = (
-                    "unexplained",
-                    f"reported read {call.reported_read} is below the predicted {read}",
-                )
-    retention = 86_400 if cur.params.get("prompt_cache_retention") == "24h" else facts.retention_seconds
+    label, detail = _automatic_label(state, call, prev, facts, read, now)
+    # prompt_cache_retention ("in_memory" or "24h") is kept on the request by the renderer.
+    retention = facts.lifetime(cur.params.get("prompt_cache_retention"))
     expires = now + retention if now is not None else None
     readable = _seconds(call.first_token_at) or now
     for i, key in enumerate(hashes):
@@ -457,3 +424,199 @@ def _predict_automatic(
             entries[key] = CacheEntry(key, i, cur.cum_tokens[i + 1], "auto", expires, readable, call.key)
     reprocessed, material = _material(call, prev, read, label)
     return Prediction(read, 0, 0, label, detail, material, reprocessed, read_from)
+
+
+def _automatic_label(
+    state: CacheState,
+    call: CallInput,
+    prev: CallInput | None,
+    facts: CacheFacts,
+    read: int,
+    now: float | None,
+) -> tuple[str | None, str]:
+    """Why a request of a cache without breakpoints read less than its prompt, first rule that holds."""
+    cur = call.rendered
+    if cur.total_tokens < facts.minimum_tokens:
+        return "below-minimum", f"{cur.total_tokens} tokens, the minimum is {facts.minimum_tokens}"
+    if prev is None:
+        return None, ""
+    if prev.rendered.model != cur.model:
+        return "model-changed", f"{prev.rendered.model} → {cur.model}"
+    shared = shared_prefix_length(prev.rendered, cur)
+    if shared < len(prev.rendered) or prev.rendered.header_hash != cur.header_hash:
+        position = 0 if prev.rendered.header_hash != cur.header_hash else shared
+        tier = cur.tiers[position] if position < len(cur) else prev.rendered.tiers[position]
+        return f"prefix-changed@{tier}:{position}", f"first change at {tier} position {position}"
+    last = state.entries.get(prev.rendered.prefix_hashes[-1]) if len(prev.rendered) else None
+    if last is not None and not _usable(last, now):
+        return "ttl-expired", f"the prompt of {last.writer} is no longer retained"
+    if call.reported_read is not None and is_material(read - call.reported_read, cur.total_tokens):
+        return "unexplained", f"reported read {call.reported_read} is below the predicted {read}"
+    return None, ""
+
+
+def _longest_entry(state: CacheState, cur: RenderedRequest, now: float | None) -> int:
+    """Units of the longest prefix of ``cur`` that is a usable entry as a whole (0 for none).
+
+    For caches that match whole stored prefixes only, not any shared prefix: the prefix hashes are
+    walked from the end, so the first hit is the longest.
+    """
+    entries = state.entries
+    hashes = cur.prefix_hashes
+    for p in range(len(hashes) - 1, -1, -1):
+        entry = entries.get(hashes[p])
+        if entry is not None and entry.position == p and _usable(entry, now):
+            return p + 1
+    return 0
+
+
+# --- OpenAI GPT-5.6 and later: breakpoints, exact matches ---------------------------------------
+
+
+def openai_breakpoints(rendered: RenderedRequest, facts: CacheFacts) -> list[tuple[int, str]]:
+    """(position, lifetime) of each breakpoint a GPT-5.6 request writes, in order.
+
+    The prompt-caching guide and the ``prompt_cache_options`` reference (checked 2026-12-03): a
+    request writes up to four breakpoints; in ``implicit`` mode (the default) OpenAI adds one at the
+    end of the newest user or tool message and writes the latest three explicit ones
+    (``prompt_cache_breakpoint`` on content blocks); in ``explicit`` mode only the latest four
+    explicit ones, so without any nothing is cached. A breakpoint without its own ``ttl`` inherits
+    ``prompt_cache_options.ttl``, ``30m`` by default.
+    """
+    options = rendered.params.get("prompt_cache_options")
+    options = options if isinstance(options, dict) else {}
+    request_ttl = options.get("ttl") if isinstance(options.get("ttl"), str) else "30m"
+    assert isinstance(request_ttl, str)
+    implicit = options.get("mode", "implicit") != "explicit"
+    explicit = [(m.position, m.ttl if m.ttl in facts.lifetimes else request_ttl) for m in rendered.markers]
+    points = explicit[-(facts.breakpoints - 1) :] if implicit else explicit[-facts.breakpoints :]
+    if implicit:
+        newest = [p for p, role in enumerate(rendered.roles) if role in ("user", "tool")]
+        if newest and all(p != newest[-1] for p, _ in points):
+            points.append((newest[-1], request_ttl))
+    return sorted(points)
+
+
+def _predict_openai_breakpoints(
+    state: CacheState, call: CallInput, prev: CallInput | None, facts: CacheFacts
+) -> Prediction:
+    """GPT-5.6 and later: a read matches an entry an earlier breakpoint wrote, exactly at its end.
+
+    Unlike older OpenAI models there is no fallback to a shorter prefix and no 128-token rounding:
+    a prompt that shares 9,000 tokens with the last one but whose breakpoints sit elsewhere reads
+    nothing. Writes are the tokens past the read up to the furthest breakpoint not already held,
+    reported as ``cache_write_tokens`` and billed at 1.25x input.
+    """
+    cur = call.rendered
+    now = _seconds(call.started_at)
+    held = _longest_entry(state, cur, now)
+    read = cur.cum_tokens[held] if held >= 1 and cur.cum_tokens[held] >= facts.minimum_tokens else 0
+    read_from = state.entries[cur.prefix_hashes[held - 1]].writer if read else None
+    points = [
+        (p, ttl) for p, ttl in openai_breakpoints(cur, facts) if cur.prefix_tokens(p) >= facts.minimum_tokens
+    ]
+    new = [cur.prefix_tokens(p) for p, _ in points if cur.prefix_tokens(p) > read]
+    write = max(0, max(new, default=read) - read)
+    label, detail = _automatic_label(state, call, prev, facts, read, now)
+    if label is None and not points:
+        label, detail = (
+            "no-breakpoint",
+            "prompt_cache_options.mode is explicit and no block carries a breakpoint",
+        )
+    elif label is None and prev is not None:
+        shared = cur.cum_tokens[shared_prefix_length(prev.rendered, cur)]
+        if is_material(shared - read, cur.total_tokens):
+            label, detail = (
+                "partial-hit",
+                f"{shared} tokens are shared with the previous request "
+                f"but only {read} end at a breakpoint it wrote",
+            )
+    readable = _seconds(call.first_token_at) or now
+    for p, ttl in points:
+        key = cur.prefix_hashes[p]
+        expires = now + facts.lifetime(ttl) if now is not None else None
+        entry = state.entries.get(key)
+        if entry is not None and _usable(entry, now):
+            entry.expires_at = (
+                expires if expires is None or entry.expires_at is None else max(expires, entry.expires_at)
+            )
+        else:
+            state.entries[key] = CacheEntry(key, p, cur.prefix_tokens(p), ttl, expires, readable, call.key)
+    reprocessed, material = _material(call, prev, read, label)
+    return Prediction(read, write, 0, label, detail, material, reprocessed, read_from)
+
+
+# --- DeepSeek: whole cache prefix units ------------------------------------------------------------
+
+
+def _predict_units(
+    state: CacheState, call: CallInput, prev: CallInput | None, facts: CacheFacts
+) -> Prediction:
+    """DeepSeek: a hit is the longest persisted cache prefix unit the prompt contains whole.
+
+    DeepSeek's context-caching guide (api-docs.deepseek.com/guides/kv_cache, checked 2026-12-03):
+    "Each cached prefix is an independent, complete unit. A subsequent request can only hit the
+    cache if it fully matches a cache prefix unit." Units are persisted at the end of each request's
+    input and of its output, and for a common prefix the system detects across requests: A+B then
+    A+B+C hits A+B; A+B then A+C misses, persisting A, so a third A+D hits A. The guide's third
+    kind, units at fixed token intervals inside long inputs, names no interval and is not modelled.
+    """
+    cur = call.rendered
+    now = _seconds(call.started_at)
+    expires = now + facts.retention_seconds if now is not None else None
+    readable = _seconds(call.first_token_at) or now
+    if prev is not None:
+        _persist_output_unit(state, prev, cur, expires)
+    held = _longest_entry(state, cur, now)
+    read = cur.cum_tokens[held]
+    read_from = state.entries[cur.prefix_hashes[held - 1]].writer if held else None
+    label, detail = _automatic_label(state, call, prev, facts, read, now)
+    common = _longest_seen(state, cur)
+    hashes = cur.prefix_hashes
+    if common > held:
+        # Two requests share these units but neither persisted them whole: the system does now.
+        key = hashes[common - 1]
+        state.entries[key] = CacheEntry(
+            key, common - 1, cur.cum_tokens[common], "unit", expires, readable, call.key
+        )
+    if hashes:
+        key = hashes[-1]
+        state.entries[key] = CacheEntry(
+            key, len(hashes) - 1, cur.cum_tokens[-1], "unit", expires, readable, call.key
+        )
+    for i, key in enumerate(hashes):
+        state.seen[key] = CacheEntry(key, i, cur.cum_tokens[i + 1], "seen", None, None, call.key)
+    reprocessed, material = _material(call, prev, read, label)
+    return Prediction(read, 0, 0, label, detail, material, reprocessed, read_from)
+
+
+def _persist_output_unit(
+    state: CacheState, prev: CallInput, cur: RenderedRequest, expires: float | None
+) -> None:
+    """The unit at the end of the previous request's output: its prompt and the reply ``cur`` carries."""
+    n = len(prev.rendered)
+    if n == 0 or n >= len(cur) or cur.prefix_hashes[n - 1] != prev.rendered.prefix_hashes[-1]:
+        return
+    end = n
+    while end < len(cur) and cur.roles[end] == "assistant":
+        end += 1
+    if end == n:
+        return
+    key = cur.prefix_hashes[end - 1]
+    if key not in state.entries:
+        readable = _seconds(prev.first_token_at) or _seconds(prev.started_at)
+        state.entries[key] = CacheEntry(
+            key, end - 1, cur.cum_tokens[end], "unit", expires, readable, prev.key
+        )
+
+
+def _longest_seen(state: CacheState, cur: RenderedRequest) -> int:
+    """Units of the longest prefix of ``cur`` that an earlier request also sent."""
+    lo, hi = 0, len(cur)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cur.prefix_hashes[mid - 1] in state.seen:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

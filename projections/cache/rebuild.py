@@ -77,6 +77,10 @@ def rebuild_body(stored: StoredRequest, raws: Mapping[str, JSON]) -> dict[str, J
     if "effort" in params and record.api == "messages":
         body.pop("effort")
         body["output_config"] = {"effort": params["effort"]}
+    if "output_format" in params:
+        # Sent as output_config.format; the renderer keeps it as a parameter of its own.
+        body.pop("output_format")
+        body["output_config"] = {**_mapping(body.get("output_config")), "format": params["output_format"]}
     for derived in ("images", "citations", "web_search"):
         body.pop(derived, None)  # found in the content by the renderer, never sent as fields
     tools = [values[i] for i, unit in enumerate(units) if unit[1] == "tools"]
@@ -178,3 +182,7 @@ def _check_rendering(stored: StoredRequest, rendered: RenderedRequest) -> None:
     if position is None:
         raise StoredRequestError(f"request {stored.ref}: {len(again)} units rebuilt, {len(units)} stored")
     raise StoredRequestError(f"request {stored.ref}: unit {position} does not rebuild to its stored hash")
+
+
+def _mapping(value: JSON) -> dict[str, JSON]:
+    return dict(value) if isinstance(value, dict) else {}

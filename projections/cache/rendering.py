@@ -16,9 +16,11 @@ nothing but hash the bytes it is handed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain, repeat
+from operator import add, ne, sub
 
 from projections.cache.calibration import calibrate
-from projections.cache.canonical import canonical_bytes, digest, hash_units, without_control
+from projections.cache.canonical import MARKER_KEYS, canonical_bytes, digest, hash_units, without_control
 from projections.cache.rendered_request import TIERS, Marker, RenderedRequest, Tier, tier_start
 from projections.normalized import JSON, Usage
 
@@ -54,7 +56,10 @@ _KIND_ALIASES: dict[str, str] = {
 }
 
 
-def _kind(block: JSON) -> str:
+def _kind(block: JSON, given: str | None = None) -> str:
+    """A unit's kind: ``given`` when its place decides it, else from the block itself."""
+    if given is not None:
+        return given
     if isinstance(block, str):
         return "text"
     if isinstance(block, dict):
@@ -67,12 +72,17 @@ def _kind(block: JSON) -> str:
 class _Units:
     """The units of a request in prefix order, as the parallel per-unit lists of a rendering.
 
-    Units are added a message at a time (or the tool list, or the system prompt at once): the units
-    of one call share a tier, role, message index and id.
+    Units are added a call at a time (a message's content, its tool calls, the tool list, the system
+    prompt): the units of one call share a tier, role, message index and id. A call is recorded as
+    one tuple, and :meth:`finish` expands the calls into the per-unit lists with C-level iterators
+    (``repeat``, ``chain``, ``map``): a 6,000-message request has thousands of units, and appending
+    to nine lists one unit at a time cost more than serializing and hashing them.
     """
 
     def __init__(self) -> None:
         self.raws: list[JSON] = []
+        self.calls: list[_Call] = []
+        # Filled by finish().
         self.tiers: list[Tier] = []
         self.roles: list[str] = []
         self.message_indexes: list[int | None] = []
@@ -83,12 +93,6 @@ class _Units:
         """Positions of the units that carry a ``cache_control`` marker."""
         self.nested: list[int] = []
         """Positions of the tool results whose parts carry a marker."""
-        # One byte per unit each: what joins its link of the chain besides the block. Kept as the
-        # units are added, where deriving them from the lists afterwards would cost another pass
-        # over every unit.
-        self.tier_tags = bytearray()
-        self.role_tags = bytearray()
-        self.starts = bytearray()
 
     def add(
         self,
@@ -102,31 +106,32 @@ class _Units:
         first_block: int = 0,
     ) -> None:
         """Append ``blocks``; ``kind`` names them all when their place decides it."""
-        previous = self.message_indexes[-1] if self.message_indexes else -1
-        # The role and the start of a new message are part of what the model sees, so they join the
-        # chain even though the block hash (content address) leaves them out. The blocks of one call
-        # are one message: only the first can start a new one.
-        tier_tag = _TIER_TAG[tier]
-        role_tag = _ROLE_TAG.get(role, _UNKNOWN_ROLE)
-        start = _BOUNDARY[message_index != previous]
-        for offset, block in enumerate(blocks):
-            position = len(self.raws)
-            unit_kind = kind or _kind(block)
-            self.raws.append(block)
-            self.tiers.append(tier)
-            self.roles.append(role)
-            self.message_indexes.append(message_index)
-            self.block_indexes.append(first_block + offset)
-            self.message_ids.append(message_id)
-            self.kinds.append(unit_kind)
-            if _marked(block):
-                self.marked.append(position)
-            if unit_kind == "tool_result" and _has_nested_control(block):
-                self.nested.append(position)
-            self.tier_tags.append(tier_tag)
-            self.role_tags.append(role_tag)
-            self.starts.append(start)
-            start = _BOUNDARY[False]
+        if blocks:  # a call without blocks adds no unit, and so no message start either
+            self.raws.extend(blocks)
+            self.calls.append((tier, role, message_index, message_id, len(blocks), kind, first_block))
+
+    def finish(self) -> None:
+        """Expand the recorded calls into the per-unit lists, once every call is in."""
+        if not self.calls:
+            return
+        tiers, roles, message_indexes, message_ids, counts, kinds, first_blocks = zip(*self.calls, strict=True)
+        # Each unit's call, then each field looked up by it: one C-level pass per field, where
+        # expanding every field by its own counts would build a repeat() per call per field.
+        owner = list(chain.from_iterable(map(repeat, range(len(counts)), counts)))
+        self.tiers = list(map(tiers.__getitem__, owner))
+        self.roles = list(map(roles.__getitem__, owner))
+        self.message_indexes = list(map(message_indexes.__getitem__, owner))
+        self.message_ids = list(map(message_ids.__getitem__, owner))
+        # A unit's block index is its position less its call's first position, plus its call's first
+        # block index: one offset per call.
+        offsets = tuple(map(sub, first_blocks, accumulate(counts, initial=0)))
+        self.block_indexes = list(map(add, range(len(owner)), map(offsets.__getitem__, owner)))
+        raws = self.raws
+        self.kinds = list(map(_kind, raws, map(kinds.__getitem__, owner)))
+        self.marked = [p for p, raw in enumerate(raws) if _marked(raw)]
+        self.nested = [
+            p for p, kind in enumerate(self.kinds) if kind == "tool_result" and _has_nested_control(raws[p])
+        ]
 
     def controls(self) -> list[tuple[int, JSON]]:
         """(position, ``cache_control``) of each unit that carries a marker, in order."""
@@ -142,24 +147,40 @@ class _Units:
         return raws
 
     def framing(self) -> tuple[bytes, bytes, bytes]:
-        """Tier, role and message-start bytes, one per unit each."""
-        return bytes(self.tier_tags), bytes(self.role_tags), bytes(self.starts)
+        """Tier, role and message-start bytes, one per unit each.
+
+        The role and the start of a new message are part of what the model sees, so they join the
+        chain even though the block hash (content address) leaves them out. A unit starts a new
+        message when its message index differs from the unit's before it (the first unit compares
+        with -1): the later blocks of one call share its index.
+        """
+        indexes = self.message_indexes
+        return (
+            bytes(map(_TIER_TAG.__getitem__, self.tiers)),
+            bytes(map(_ROLE_TAG.get, self.roles, repeat(_UNKNOWN_ROLE))),
+            bytes(map(_BOUNDARY.__getitem__, map(ne, indexes, [-1, *indexes]))),
+        )
+
+
+_Call = tuple[Tier, str, int | None, str | None, int, str | None, int]
+"""One call of :meth:`_Units.add`: tier, role, message index, message id, unit count, the kind its
+place gives every unit (or ``None``) and the block index of its first unit."""
 
 
 def _control(raw: JSON) -> JSON:
     assert isinstance(raw, dict)
-    return raw["cache_control"]
+    return raw["cache_control"] if "cache_control" in raw else raw["prompt_cache_breakpoint"]
 
 
 def _marked(raw: JSON) -> bool:
-    return type(raw) is dict and "cache_control" in raw
+    return type(raw) is dict and not MARKER_KEYS.isdisjoint(raw)
 
 
 def _has_nested_control(block: JSON) -> bool:
-    if not isinstance(block, dict) or "cache_control" in block:
+    if not isinstance(block, dict) or _marked(block):
         return False  # a marked unit is stripped whole
     content = block.get("content")
-    return isinstance(content, list) and any(isinstance(p, dict) and "cache_control" in p for p in content)
+    return isinstance(content, list) and any(_marked(p) for p in content)
 
 
 def _lookback_groups(kinds: list[str]) -> list[int]:
@@ -178,10 +199,12 @@ def _lookback_groups(kinds: list[str]) -> list[int]:
     return groups
 
 
-def _ttl(control: JSON) -> str:
-    if isinstance(control, dict) and control.get("ttl") == "1h":
-        return "1h"
-    return "5m"
+def _ttl(control: JSON, default: str = "5m") -> str:
+    """The lifetime a marker asks for: Anthropic's ``1h`` or an OpenAI breakpoint's own ``ttl``."""
+    ttl = control.get("ttl") if isinstance(control, dict) else None
+    if ttl == "1h" or (default != "5m" and isinstance(ttl, str)):
+        return ttl
+    return default
 
 
 def _message_id(message: Mapping[str, JSON]) -> str | None:
@@ -189,13 +212,32 @@ def _message_id(message: Mapping[str, JSON]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+NON_KEYING_PARAMS = ("prompt_cache_retention", "prompt_cache_options")
+"""Cache settings kept with a request but not part of its cache key: how long an entry lives and
+whether OpenAI adds its implicit breakpoint (developers.openai.com/api/docs/guides/prompt-caching,
+checked 2026-12-03). The predictor reads them; the prefix hashes leave them out."""
+
+
 def cache_params(provider: str, api: str, body: Mapping[str, JSON]) -> dict[str, JSON]:
-    """The request parameters that key the provider's cache besides the prompt itself (DESIGN §7)."""
-    keys = ("tool_choice", "thinking", "effort", "reasoning", "reasoning_effort", "prompt_cache_key")
+    """The request parameters that key the provider's cache besides the prompt itself (DESIGN §7),
+    and the cache settings of :data:`NON_KEYING_PARAMS`, kept so the predictor can apply them."""
+    keys = (
+        "tool_choice",
+        "thinking",
+        "effort",
+        "reasoning",
+        "reasoning_effort",
+        "prompt_cache_key",
+        "speed",
+        *NON_KEYING_PARAMS,
+    )
     params: dict[str, JSON] = {key: body[key] for key in keys if body.get(key) is not None}
     output_config = body.get("output_config")
-    if isinstance(output_config, dict) and output_config.get("effort") is not None:
-        params["effort"] = output_config["effort"]
+    if isinstance(output_config, dict):
+        if output_config.get("effort") is not None:
+            params["effort"] = output_config["effort"]
+        if output_config.get("format") is not None:
+            params["output_format"] = output_config["format"]
     tools = body.get("tools")
     if isinstance(tools, list) and any(
         isinstance(t, dict) and str(t.get("type", "")).startswith("web_search") for t in tools
@@ -232,20 +274,22 @@ def render_request(
         _render_responses(units, body)
     else:
         raise RenderError(f"request body: unknown api {api!r} (expected messages, chat or responses)")
+    units.finish()
     kinds = units.kinds
-    controls = units.controls()
-    markers = [Marker(position, _ttl(control)) for position, control in controls]
+    default_ttl = _request_ttl(body)
+    markers = [Marker(position, _ttl(control, default_ttl)) for position, control in units.controls()]
     top = body.get("cache_control")
-    if top is not None and kinds:
-        markers.append(Marker(len(kinds) - 1, _ttl(top), automatic=True))
+    cacheable = last_cacheable(units.raws, kinds)
+    if top is not None and cacheable is not None:
+        markers.append(Marker(cacheable, _ttl(top), automatic=True))
     warnings: list[str] = []
     if len(markers) > 4:
         warnings.append(f"marker-limit: {len(markers)} cache breakpoints, the provider accepts 4")
-    if "image" in kinds:
+    if images_present(units.raws, kinds):
         params["images"] = True
     if "document" in kinds and _citations_enabled(units.raws, kinds):
         params["citations"] = True
-    header_params, tier_params = scoped_params(provider, params)
+    header_params, tier_params = scoped_params(provider, _keying(params, model))
     header = digest(canonical_bytes({"model": model, "params": header_params}))
     chars, block_hashes, prefix_hashes = hash_units(
         units.stripped(), units.framing(), header, _tier_mixes(units.tiers, tier_params)
@@ -274,6 +318,57 @@ def render_request(
     return rendered
 
 
+def _request_ttl(body: Mapping[str, JSON]) -> str:
+    """The lifetime an OpenAI breakpoint without its own ``ttl`` inherits from
+    ``prompt_cache_options.ttl``; Anthropic markers default to 5 minutes."""
+    options = body.get("prompt_cache_options")
+    if isinstance(options, dict) and isinstance(options.get("ttl"), str):
+        return str(options["ttl"])
+    return "5m"
+
+
+_UNCACHEABLE_KINDS = frozenset({"thinking"})
+
+
+def last_cacheable(raws: Sequence[JSON], kinds: Sequence[str]) -> int | None:
+    """Where a top-level ``cache_control`` puts its breakpoint: the last block that can carry one.
+
+    Anthropic's prompt-caching guide (platform.claude.com/docs/en/build-with-claude/prompt-caching,
+    checked 2026-12-03): automatic caching "applies the cache breakpoint to the last cacheable
+    block"; thinking blocks "cannot be cached directly" and empty text blocks cannot be cached. So
+    the breakpoint skips a trailing thinking block (and an empty text block) and lands before it.
+    """
+    for position in range(len(kinds) - 1, -1, -1):
+        if kinds[position] in _UNCACHEABLE_KINDS or _empty_text(raws[position]):
+            continue
+        return position
+    return None
+
+
+def _empty_text(raw: JSON) -> bool:
+    if isinstance(raw, str):
+        return raw == ""
+    return isinstance(raw, dict) and raw.get("type") == "text" and raw.get("text") == ""
+
+
+def images_present(raws: Sequence[JSON], kinds: Sequence[str]) -> bool:
+    """Whether the request carries an image, at the top level of a message or inside a tool result.
+
+    "Images present" keys the messages cache (prompt-caching guide, "What invalidates the cache",
+    checked 2026-12-03: "Adding/removing images anywhere in the prompt"), and a tool result may hold
+    image blocks in its ``content`` (tool-use docs, "tool_result ... content ... image blocks"):
+    Claude Code returns screenshots that way.
+    """
+    for raw, kind in zip(raws, kinds, strict=True):
+        if kind == "image":
+            return True
+        if kind == "tool_result" and isinstance(raw, dict):
+            content = raw.get("content")
+            if isinstance(content, list) and any(_kind(part) == "image" for part in content):
+                return True
+    return False
+
+
 def _citations_enabled(raws: list[JSON], kinds: list[str]) -> bool:
     return any(
         kind == "document"
@@ -284,13 +379,36 @@ def _citations_enabled(raws: list[JSON], kinds: list[str]) -> bool:
     )
 
 
+def _keying(params: Mapping[str, JSON], model: str) -> dict[str, JSON]:
+    """The parameters that key the cache: the settings of :data:`NON_KEYING_PARAMS` left out, and an
+    effort equal to the model's default dropped. The guide (checked 2026-12-03): "Setting effort
+    explicitly to the model's default is equivalent to omitting it and does not invalidate"; the
+    default is ``high``, ``medium`` on Claude Opus 5.5 (effort docs)."""
+    keyed = {key: value for key, value in params.items() if key not in NON_KEYING_PARAMS}
+    default = _default_effort(model)
+    if default is not None and keyed.get("effort") == default:
+        del keyed["effort"]
+    return keyed
+
+
+def _default_effort(model: str) -> str | None:
+    name = model.lower()
+    if "claude" not in name:
+        return None
+    return "medium" if "opus-5-5" in name else "high"
+
+
 ANTHROPIC_TIER_PARAMS: Mapping[str, Tier] = {
     # Anthropic's prompt-caching guide, "What invalidates the cache" (read 2026-12-02,
     # https://platform.claude.com/docs/en/build-with-claude/prompt-caching): toggling web search or
     # citations invalidates the system and messages caches; changing tool_choice, images present or
     # the thinking parameters invalidates the messages cache only. Tools survive all of them.
+    # Checked again 2026-12-03: fast mode's speed "invalidates system and message caches", and
+    # output_config.format "will invalidate any prompt cache for that conversation thread", so it
+    # keys the whole prompt (it is left out here and joins the header).
     "web_search": "system",
     "citations": "system",
+    "speed": "system",
     "tool_choice": "messages",
     "images": "messages",
     "thinking": "messages",

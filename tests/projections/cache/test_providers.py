@@ -32,8 +32,15 @@ SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
         ("anthropic", "claude-haiku-4-5-20251001", 4096),
         ("bedrock", "anthropic.claude-opus-4-5-20251101-v1:0", 4096),
         ("openai", "gpt-4o", 1024),
-        ("gemini", "gemini-2.5-pro", 4096),
-        ("gemini", "gemini-2.5-flash", 1024),
+        # The minimums as the provider pages state them on 2026-12-03 (see projections/provider_rules.py).
+        ("anthropic", "claude-opus-4-7", 2048),
+        ("anthropic", "claude-opus-4-8", 1024),
+        ("anthropic", "claude-sonnet-4-6", 1024),
+        ("anthropic", "claude-opus-5", 512),
+        ("anthropic", "claude-fable-5-1", 512),
+        ("gemini", "gemini-2.5-pro", 2048),
+        ("gemini", "gemini-2.5-flash", 2048),
+        ("gemini", "gemini-3.5-flash", 4096),
     ],
 )
 def test_minimum_cacheable_prefix_per_model(platform: str, model: str, minimum: int) -> None:

@@ -1,0 +1,471 @@
+"""What each provider does with a model's prompt: one dated table of caching rules and windows.
+
+Two tables, both frozen data:
+
+* :data:`MECHANICS`: how one caching scheme works (breakpoints, lookback, lifetimes, the request
+  parameters that key the cache, the usage fields that report it). A provider may run several
+  schemes: OpenAI's GPT-5.6 family caches at breakpoints, its older models by 128-token steps.
+* :data:`MODEL_RULES`: one row per model family: its scheme, minimum cacheable prefix, write and read
+  price multipliers, context window, and the day from which the row holds. Rows are tried in order
+  and the first whose pattern matches the start of the bare model id wins, so a specific family
+  sits above the broader one it belongs to.
+
+Every figure carries a :class:`Source`: the page it was read from and the day it was checked.
+``basis="docs"`` means the figure was read in that page (or in a dated excerpt quoting it);
+``basis="change-note"`` means the stored pages did not cover a 2026 change, and the figure follows
+the written description of that change, pointing at the page that should hold it. The predictor
+(:mod:`projections.cache.providers`) and the window lookup (:mod:`projections.model_windows`) both
+read this module, so a model's facts live in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from types import MappingProxyType
+from typing import Final, Literal
+
+CHECKED: Final = date(2026, 12, 3)
+"""The day every source below was last checked."""
+
+Provider = Literal["anthropic", "openai", "deepseek", "gemini"]
+Scheme = Literal[
+    "anthropic-breakpoints", "openai-prefix", "openai-breakpoints", "deepseek-units", "gemini-implicit"
+]
+Basis = Literal["docs", "change-note"]
+
+LONG_CONTEXT_SUFFIX: Final = "[1m]"
+"""The model-id suffix Claude Code uses for a 1M-token window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a figure was read and when."""
+
+    url: str
+    checked: date = CHECKED
+    basis: Basis = "docs"
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanics:
+    """How one caching scheme stores and finds prefixes."""
+
+    scheme: Scheme
+    provider: Provider
+    platforms: frozenset[str]
+    writes_per_request: int
+    """Breakpoints a request may write; 0 where the provider decides alone."""
+    lookback: int
+    """Block positions a read searches back from each breakpoint; 0 for no limit or no breakpoints."""
+    granularity: int
+    """Cached prefixes are counted in steps of this many tokens after the minimum (1 = exact)."""
+    lifetimes: Mapping[str, int]
+    """Cache lifetime in seconds by the name the request uses for it (``5m``, ``24h``, ...)."""
+    default_lifetime: str
+    key_params: tuple[str, ...]
+    """Request parameters besides the prompt that key the cache."""
+    usage_fields: tuple[str, ...]
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRule:
+    """The caching and window facts of one model family, each with its source."""
+
+    provider: Provider
+    family: str
+    pattern: str
+    """A regular expression matched at the start of the bare, lower-case model id."""
+    scheme: Scheme
+    minimum_tokens: int
+    minimum_source: Source
+    write_multipliers: Mapping[str, float]
+    """Price of a cache write per lifetime, as a multiple of the uncached input price; empty: no fee."""
+    read_multiplier: float | None
+    """Price of a cache read as a multiple of the input price; ``None`` where it varies by model."""
+    multipliers_source: Source
+    window: int | None = None
+    window_source: Source | None = None
+    long_window: int | None = None
+    """The window an explicit long-context request gets (the 1M beta), when the family has one."""
+    host_windows: tuple[tuple[str, int], ...] = ()
+    """Hosts that run the family with a smaller window unless asked for the long one."""
+    valid_from: date = date(2024, 1, 1)
+    """The first day this row's cache figures hold; earlier requests fall to a later row."""
+
+    def matches(self, model: str) -> bool:
+        """Whether ``model`` (an API model id, any case, any provider prefix) belongs to this family."""
+        return re.match(self.pattern, bare_model(model)) is not None
+
+    @property
+    def mechanics(self) -> Mechanics:
+        """The caching scheme this family uses."""
+        return MECHANICS[self.scheme]
+
+
+def bare_model(model: str) -> str:
+    """The model id without a provider prefix (``anthropic/``, Bedrock's ``us.anthropic.``) or ``[1m]``."""
+    name = model.strip().lower().removesuffix(LONG_CONTEXT_SUFFIX)
+    name = name.rsplit("/", 1)[-1]
+    if "anthropic." in name:
+        name = name.split("anthropic.", 1)[1]
+    # Bedrock and Vertex spell versions with "@" or a ":0" tail.
+    return re.sub(r"(@.*|-v\d+(:\d+)?)$", "", name)
+
+
+# --- sources ----------------------------------------------------------------------------------------
+
+_ANTHROPIC_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+_ANTHROPIC_PRICING = "https://platform.claude.com/docs/en/about-claude/pricing"
+_ANTHROPIC_MODELS = "https://platform.claude.com/docs/en/models/overview"
+_ANTHROPIC_CONTEXT = "https://platform.claude.com/docs/en/build-with-claude/context-windows"
+_OPENAI_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
+_OPENAI_MODELS = "https://platform.openai.com/docs/models"
+_GEMINI_CACHING = "https://ai.google.dev/gemini-api/docs/caching"
+_GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
+_DEEPSEEK_CACHING = "https://api-docs.deepseek.com/guides/kv_cache"
+_DEEPSEEK_PRICING = "https://api-docs.deepseek.com/quick_start/pricing"
+_DEEPSEEK_V4 = "https://openrouter.ai/deepseek/deepseek-v4-flash"
+
+# The minimums per Claude model, read 2026-12-03 as the table of the caching page ("512 Fable 5.1,
+# Mythos 5.1, Opus 5.5, Opus 5, Fable 5, Mythos 5; 1,024 Opus 4.8, Sonnet 5, Sonnet 4.6, Sonnet 4.5,
+# Opus 4.1, Opus 4, Sonnet 4; 2,048 Mythos Preview, Opus 4.7, Haiku 3.5; 4,096 Opus 4.6, Opus 4.5,
+# Haiku 4.5"), which a 2026 docs audit quotes row by row.
+_CLAUDE_MINIMUMS = Source(_ANTHROPIC_CACHING, note="table 'Minimum cacheable prompt length'")
+# "5m Cache Writes $3.75, 1h Cache Writes $6, Cache Hits $0.30" against $3 base input (Sonnet):
+# 1.25x, 2x and 0.1x; Opus 5.5 reads at 0.05x and Fable 5.1 / Mythos 5.1 at 0.025x (footnotes).
+_CLAUDE_PRICES = Source(_ANTHROPIC_PRICING, note="prompt caching price table and its footnotes")
+_CLAUDE_WINDOWS = Source(_ANTHROPIC_MODELS, note="'Context window' on each model page")
+_CLAUDE_CODE_WINDOW = "https://github.com/anthropics/claude-code/issues/24208"
+
+_OPENAI_56 = Source(
+    _OPENAI_CACHING,
+    note="'For GPT-5.6 models and later model families, cache writes cost 1.25x the uncached input "
+    "token rate'; reads 0.1x the input rate",
+)
+_OPENAI_56_MINIMUM = Source(
+    _OPENAI_CACHING,
+    basis="change-note",
+    note="the stored guide states 1,024 tokens for automatic caching and no separate GPT-5.6 minimum",
+)
+_OPENAI_PREFIX = Source(
+    _OPENAI_CACHING,
+    note="'Cache writes have no additional fee on models before the GPT-5.6 family'; "
+    "the read discount varies by model",
+)
+_OPENAI_MINIMUM = Source(
+    _OPENAI_CACHING, note="'enabled automatically for prompts that are 1024 tokens or longer'"
+)
+_OPENAI_WINDOWS = Source(_OPENAI_MODELS, note="model pages under /docs/models/<id>")
+
+_GEMINI_MINIMUMS = Source(
+    _GEMINI_CACHING, note="implicit caching 'Min token limit' table, last updated 2026-10-13"
+)
+_GEMINI_PRICES = Source(_GEMINI_CACHING, basis="change-note", note="no multiplier stated on the caching page")
+_GEMINI_WINDOWS = Source(_GEMINI_MODELS, note="'Input token limit 1,048,576' on each Gemini 2.x model page")
+
+_DEEPSEEK_UNITS = Source(_DEEPSEEK_CACHING, note="no minimum: a hit is a whole persisted cache prefix unit")
+_DEEPSEEK_PRICES = Source(_DEEPSEEK_PRICING, note="hit and miss prices per model; no write fee")
+
+_NO_WRITE_FEE: Mapping[str, float] = MappingProxyType({})
+_CLAUDE_WRITES: Mapping[str, float] = MappingProxyType({"5m": 1.25, "1h": 2.0})
+_OPENAI_56_WRITES: Mapping[str, float] = MappingProxyType({"30m": 1.25, "12h": 1.25})
+
+_ANTHROPIC_PLATFORMS = frozenset({"anthropic", "bedrock", "vertex", "openrouter"})
+_OPENAI_PLATFORMS = frozenset({"openai", "azure", "openrouter"})
+
+
+MECHANICS: Final[Mapping[Scheme, Mechanics]] = MappingProxyType(
+    {
+        # Up to 4 breakpoints; a read looks back at most 20 block positions from each breakpoint (a
+        # run of consecutive tool_use blocks is one position, as is a run of tool_result blocks);
+        # 5-minute lifetime refreshed by each read, or 1 hour with ttl "1h".
+        "anthropic-breakpoints": Mechanics(
+            scheme="anthropic-breakpoints",
+            provider="anthropic",
+            platforms=_ANTHROPIC_PLATFORMS,
+            writes_per_request=4,
+            lookback=20,
+            granularity=1,
+            lifetimes=MappingProxyType({"5m": 300, "1h": 3600}),
+            default_lifetime="5m",
+            key_params=(
+                "tools",
+                "tool_choice",
+                "thinking",
+                "output_config.effort",
+                "speed",
+                "output_config.format",
+                "images present",
+                "web search",
+                "citations",
+            ),
+            usage_fields=(
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+                "cache_creation.ephemeral_5m_input_tokens",
+                "cache_creation.ephemeral_1h_input_tokens",
+            ),
+            source=Source(_ANTHROPIC_CACHING, note="'Cache limitations', 'What invalidates the cache'"),
+        ),
+        # Before GPT-5.6: automatic on prompts of 1,024 tokens or more, hits in 128-token steps,
+        # kept 5-10 minutes of inactivity (at most an hour) in memory, or 24 h with
+        # prompt_cache_retention "24h".
+        "openai-prefix": Mechanics(
+            scheme="openai-prefix",
+            provider="openai",
+            platforms=_OPENAI_PLATFORMS,
+            writes_per_request=0,
+            lookback=0,
+            granularity=128,
+            lifetimes=MappingProxyType({"in_memory": 600, "24h": 86_400}),
+            default_lifetime="in_memory",
+            key_params=("prompt_cache_key", "tools", "images"),
+            usage_fields=("prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+            source=Source(_OPENAI_CACHING, note="'How it works', 'Prompt cache retention'"),
+        ),
+        # GPT-5.6 and later: a request writes up to four breakpoints (the implicit one, at the end of
+        # the newest user or tool message, takes one unless prompt_cache_options.mode is
+        # "explicit"); a hit matches an earlier breakpoint exactly, with no fallback to a shorter
+        # prefix and no block lookback limit (the latest 80 breakpoints are considered); ttl "30m".
+        "openai-breakpoints": Mechanics(
+            scheme="openai-breakpoints",
+            provider="openai",
+            platforms=_OPENAI_PLATFORMS,
+            writes_per_request=4,
+            lookback=0,
+            granularity=1,
+            lifetimes=MappingProxyType({"30m": 1800, "12h": 43_200}),
+            default_lifetime="30m",
+            key_params=("prompt_cache_key", "tools", "images"),
+            usage_fields=(
+                "prompt_tokens_details.cached_tokens",
+                "prompt_tokens_details.cache_write_tokens",
+                "input_tokens_details.cached_tokens",
+                "input_tokens_details.cache_write_tokens",
+            ),
+            source=Source(
+                _OPENAI_CACHING,
+                note="'prompt cache breakpoints'; the 80-breakpoint window and the 30m ttl are from "
+                "the API reference of prompt_cache_options; '12h' is Azure's",
+            ),
+        ),
+        # Every request persists a cache prefix unit at the end of its input and one at the end of
+        # its output; a common prefix seen across requests is persisted as a unit of its own; a hit
+        # must match a whole unit.
+        "deepseek-units": Mechanics(
+            scheme="deepseek-units",
+            provider="deepseek",
+            platforms=frozenset({"deepseek", "openrouter"}),
+            writes_per_request=0,
+            lookback=0,
+            granularity=1,
+            lifetimes=MappingProxyType({"disk": 3600}),
+            default_lifetime="disk",
+            key_params=(),
+            usage_fields=("prompt_cache_hit_tokens", "prompt_cache_miss_tokens"),
+            source=Source(
+                _DEEPSEEK_CACHING,
+                note="'Cache Persistence and Hit Rules'; the page gives no lifetime, "
+                "1 h is the engine's estimate",
+            ),
+        ),
+        "gemini-implicit": Mechanics(
+            scheme="gemini-implicit",
+            provider="gemini",
+            platforms=frozenset({"gemini", "vertex", "openrouter"}),
+            writes_per_request=0,
+            lookback=0,
+            granularity=1,
+            lifetimes=MappingProxyType({"implicit": 600}),
+            default_lifetime="implicit",
+            key_params=(),
+            usage_fields=("usage.total_cached_tokens", "usageMetadata.cachedContentTokenCount"),
+            source=Source(
+                _GEMINI_CACHING,
+                note="hits in usage.total_cached_tokens (usageMetadata.cachedContentTokenCount before); "
+                "no lifetime stated, 10 minutes is the engine's estimate",
+            ),
+        ),
+    }
+)
+
+
+def _claude(
+    family: str,
+    pattern: str,
+    minimum: int,
+    window: int | None,
+    *,
+    read: float = 0.1,
+    long_window: int | None = None,
+    host_windows: tuple[tuple[str, int], ...] = (),
+    window_source: Source = _CLAUDE_WINDOWS,
+    valid_from: date = date(2024, 8, 14),
+) -> ModelRule:
+    return ModelRule(
+        provider="anthropic",
+        family=family,
+        pattern=pattern,
+        scheme="anthropic-breakpoints",
+        minimum_tokens=minimum,
+        minimum_source=_CLAUDE_MINIMUMS,
+        write_multipliers=_CLAUDE_WRITES,
+        read_multiplier=read,
+        multipliers_source=_CLAUDE_PRICES,
+        window=window,
+        window_source=window_source if window is not None else None,
+        long_window=long_window,
+        host_windows=host_windows,
+        valid_from=valid_from,
+    )
+
+
+def _openai(family: str, pattern: str, window: int | None, *, scheme: Scheme = "openai-prefix") -> ModelRule:
+    newer = scheme == "openai-breakpoints"
+    return ModelRule(
+        provider="openai",
+        family=family,
+        pattern=pattern,
+        scheme=scheme,
+        minimum_tokens=1_024,
+        minimum_source=_OPENAI_56_MINIMUM if newer else _OPENAI_MINIMUM,
+        write_multipliers=_OPENAI_56_WRITES if newer else _NO_WRITE_FEE,
+        read_multiplier=0.1 if newer else None,
+        multipliers_source=_OPENAI_56 if newer else _OPENAI_PREFIX,
+        window=window,
+        window_source=_OPENAI_WINDOWS if window is not None else None,
+        valid_from=date(2024, 10, 1),
+    )
+
+
+def _gemini(family: str, pattern: str, minimum: int, window: int | None) -> ModelRule:
+    return ModelRule(
+        provider="gemini",
+        family=family,
+        pattern=pattern,
+        scheme="gemini-implicit",
+        minimum_tokens=minimum,
+        minimum_source=_GEMINI_MINIMUMS,
+        write_multipliers=_NO_WRITE_FEE,
+        read_multiplier=None,
+        multipliers_source=_GEMINI_PRICES,
+        window=window,
+        window_source=_GEMINI_WINDOWS if window is not None else None,
+        valid_from=date(2025, 5, 8),
+    )
+
+
+def _deepseek(family: str, pattern: str, window: int | None, window_source: Source | None) -> ModelRule:
+    return ModelRule(
+        provider="deepseek",
+        family=family,
+        pattern=pattern,
+        scheme="deepseek-units",
+        minimum_tokens=0,
+        minimum_source=_DEEPSEEK_UNITS,
+        write_multipliers=_NO_WRITE_FEE,
+        read_multiplier=None,
+        multipliers_source=_DEEPSEEK_PRICES,
+        window=window,
+        window_source=window_source,
+        valid_from=date(2024, 8, 2),
+    )
+
+
+_1M = 1_000_000
+_200K = 200_000
+_CLAUDE_CODE_200K = (("claude-code", _200K),)
+_CLAUDE_4X_MINIMUMS_FROM = date(2025, 10, 1)
+"""Opus 4.5 and Haiku 4.5 came with the 4,096-token minimum; a request before it had 1,024."""
+
+MODEL_RULES: Final[tuple[ModelRule, ...]] = (
+    # --- Anthropic ---
+    _claude("Claude Opus 5.5", r"claude-opus-5-5", 512, _1M, read=0.05),
+    _claude("Claude Fable 5.1 and Mythos 5.1", r"claude-(fable|mythos)-5-1", 512, _1M, read=0.025),
+    _claude("Claude Mythos Preview", r"claude-mythos-preview", 2_048, _1M),
+    _claude("Claude 5 family (Opus 5, Fable 5, Mythos 5)", r"claude-(opus|fable|mythos)-5", 512, _1M),
+    _claude("Claude Sonnet 5 and 5.5", r"claude-sonnet-5", 1_024, _1M),
+    # Opus 4.6 onward and Sonnet 4.6 serve 1M natively; Claude Code runs them at 200k unless its model
+    # setting carries [1m] (its /context shows 200k for claude-opus-4-6, issue 24208, and the shared
+    # Opus 4.6 transcript compacts at preTokens 170,251, the 200k auto-compact point).
+    _claude(
+        "Claude Opus 4.8", r"claude-opus-4-8", 1_024, _1M, long_window=_1M, host_windows=_CLAUDE_CODE_200K
+    ),
+    _claude(
+        "Claude Opus 4.7", r"claude-opus-4-7", 2_048, _1M, long_window=_1M, host_windows=_CLAUDE_CODE_200K
+    ),
+    _claude(
+        "Claude Opus 4.6",
+        r"claude-opus-4-6",
+        4_096,
+        _1M,
+        long_window=_1M,
+        host_windows=_CLAUDE_CODE_200K,
+        valid_from=_CLAUDE_4X_MINIMUMS_FROM,
+    ),
+    _claude(
+        "Claude Sonnet 4.6", r"claude-sonnet-4-6", 1_024, _1M, long_window=_1M, host_windows=_CLAUDE_CODE_200K
+    ),
+    _claude("Claude Haiku 4.5", r"claude-haiku-4-5", 4_096, _200K, valid_from=_CLAUDE_4X_MINIMUMS_FROM),
+    # Sonnet 4 and 4.5: 200k, or 1M with the context-1m beta header.
+    _claude(
+        "Claude Sonnet 4 and 4.5",
+        r"claude-sonnet-4(-5)?(-\d{8})?$",
+        1_024,
+        _200K,
+        long_window=_1M,
+        window_source=Source(_ANTHROPIC_CONTEXT, note="1M with the context-1m-2025-08-07 beta header"),
+    ),
+    _claude(
+        "Claude Opus 4.5", r"claude-opus-4-5(-\d{8})?$", 4_096, _200K, valid_from=_CLAUDE_4X_MINIMUMS_FROM
+    ),
+    _claude("Claude Opus 4 and 4.1", r"claude-opus-4(-[01])?(-\d{8})?$", 1_024, _200K),
+    _claude("Claude Haiku 3 and 3.5", r"claude-(3-5-haiku|3-haiku)", 2_048, _200K),
+    _claude("Claude 3.x (Sonnet 3.5 and 3.7, Opus 3)", r"claude-3", 1_024, _200K),
+    # Any other Claude model (and a model above before its row's date): the most common minimum.
+    _claude("Other Claude models", r"claude", 1_024, None),
+    # --- OpenAI ---
+    _openai("GPT-5.6 and later", r"gpt-(5\.([6-9]|\d{2})|[6-9])", 1_050_000, scheme="openai-breakpoints"),
+    _openai("GPT-5.4 and 5.5", r"gpt-5\.[45]", 1_050_000),
+    _openai("GPT-5 to GPT-5.3", r"gpt-5", 400_000),
+    _openai("GPT-4.1", r"gpt-4\.1", 1_047_576),
+    _openai("GPT-4o", r"(chatgpt-)?gpt-4o", 128_000),
+    _openai("o3 and o4-mini", r"o(3|4-mini)", 200_000),
+    _openai("Other OpenAI models", r"(gpt|o\d|chatgpt|codex)", None),
+    # --- Google ---
+    _gemini("Gemini 2.5 (Flash, Pro)", r"gemini-2\.5", 2_048, 1_048_576),
+    _gemini("Gemini 2.x", r"gemini-2\.", 2_048, 1_048_576),
+    _gemini("Gemini 3 and later (3.x Flash, 3.1 Pro, 4)", r"gemini-([3-9]|\d{2})", 4_096, None),
+    _gemini("Other Gemini models", r"gemini", 4_096, None),
+    # --- DeepSeek ---
+    # V4 (Flash, Pro): 1,048,576; the harness's own logs state 1,000,000 in request/context, which
+    # wins where present. deepseek-chat and deepseek-reasoner (V3.2): 128K (64K before V3.1).
+    _deepseek("DeepSeek V4 (Flash, Pro)", r"deepseek-v4", 1_048_576, Source(_DEEPSEEK_V4)),
+    _deepseek(
+        "DeepSeek V3.2 (chat, reasoner)", r"deepseek-(chat|reasoner)", 128_000, Source(_DEEPSEEK_PRICING)
+    ),
+    _deepseek("Other DeepSeek models", r"deepseek", None, None),
+)
+
+
+def model_rule(platform: str, model: str, on: date | None = None) -> ModelRule | None:
+    """The first row for ``model`` served on ``platform`` that holds on ``on`` (default: any day)."""
+    for rule in MODEL_RULES:
+        if platform not in rule.mechanics.platforms or not rule.matches(model):
+            continue
+        if on is None or on >= rule.valid_from:
+            return rule
+    return None
+
+
+def rules_by_provider() -> dict[Provider, list[ModelRule]]:
+    """The table grouped by provider, in table order, for display."""
+    grouped: dict[Provider, list[ModelRule]] = {}
+    for rule in MODEL_RULES:
+        grouped.setdefault(rule.provider, []).append(rule)
+    return grouped
