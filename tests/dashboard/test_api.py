@@ -320,3 +320,22 @@ def test_a_broker_that_is_down_answers_202_and_keeps_the_data(
 def test_the_api_needs_no_csrf_token_or_login(secret: str) -> None:
     client = Client(enforce_csrf_checks=True)
     assert post(client, secret, ndjson(dsh_lines("s1", turns=1))).status_code == 200
+
+
+def test_a_request_line_keeps_the_provider_s_stated_miss_reason_and_the_client_release(
+    client: Client, secret: str
+) -> None:
+    line = anthropic_call("msg_1", read=0, write=300)
+    line["request"] = {
+        "headers": {"User-Agent": "claude-cli/2.1.40 (external, cli)"},
+        "body": line["request"],
+    }
+    line["response"]["diagnostics"] = {
+        "cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 280}
+    }
+    answer = post(client, secret, ndjson([line])).json()
+    assert answer["errors"] == []
+    call = Request.objects.get()
+    assert (call.provider_miss_reason, call.provider_missed_tokens) == ("tools_changed", 280)
+    assert call.client_version == "claude-code 2.1.40"
+    assert call.session.client_version == "claude-code 2.1.40"
