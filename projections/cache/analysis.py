@@ -1,18 +1,20 @@
 """One entry point over a lineage's requests: render, diff, classify, predict and self-check.
 
-``analyse_lineage(requests)`` gives, per request, everything the request page shows: the previous
-request's markers and what became of them, the first change with its cause and remedy, the
+``analyse_lineage(requests)`` gives, per request, everything the request page shows: its lineage
+(decided from the bodies, see :mod:`projections.cache.lineage`), the previous request's markers and
+what became of them, the first change with its cause and remedy, the
 credited / wire-allows / reported / predicted figures, the miss label and the warnings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from projections.cache.causes import Cause, classify_change
 from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
+from projections.cache.lineage import assign_lineages
 from projections.cache.providers import CachePredictor, CallInput, Prediction, cache_facts
 from projections.cache.rendered_request import RenderedRequest, Tier
 from projections.cache.rendering import render_request
@@ -80,6 +82,8 @@ class RequestAnalysis:
     warnings: tuple[CacheWarning, ...]
     cacheability: Mapping[Tier, TierShare] = field(default_factory=dict)
     rendered: RenderedRequest | None = None
+    previous: str | None = None
+    """The key of the request this one was compared with; ``None`` for the first of its lineage."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -129,8 +133,9 @@ def analyse_lineage(
     *,
     renderings: Mapping[str, RenderedRequest] | None = None,
 ) -> LineageAnalysis:
-    """Analyse requests in the order given (start order); each is diffed against the previous
-    request of its own lineage, and one cache state is shared by all of them.
+    """Analyse requests in the order given (start order); each is diffed against the request it
+    continues in its lineage (see :func:`~projections.cache.lineage.assign_lineages`), and one
+    cache state is shared by all of them.
 
     ``credits`` and ``receipts`` are the client's own records, keyed by request key.
     ``renderings`` are requests already rendered from their bodies with their usage (a caller that
@@ -140,17 +145,23 @@ def analyse_lineage(
     receipts = receipts or {}
     renderings = renderings or {}
     predictor = CachePredictor()
-    previous: dict[str, RenderedRequest] = {}
+    rendered_by_key = {
+        request.key: renderings.get(request.key)
+        or render_request(request.provider, request.api, request.body, usage=request.usage)
+        for request in requests
+        if request.body is not None
+    }
+    lineages = assign_lineages(requests, rendered_by_key)
+    calls: dict[str, CallInput] = {}
     out = LineageAnalysis()
     for request in requests:
         if request.body is None:
             out.append(_usage_only(request, credits.get(request.key)))
             continue
-        rendered = renderings.get(request.key) or render_request(
-            request.provider, request.api, request.body, usage=request.usage
-        )
+        rendered = rendered_by_key[request.key]
         facts = cache_facts(request.platform, rendered.model)
-        prev = previous.get(request.lineage)
+        lineage, parent = lineages[request.key].lineage, lineages[request.key].parent
+        prev = rendered_by_key[parent] if parent is not None else None
         diff = None
         if prev is not None:
             diff = diff_requests(
@@ -161,19 +172,25 @@ def analyse_lineage(
                 expired_hashes=predictor.expired_hashes(request.started_at),
             )
         reported_read = request.usage.cache_read if request.usage is not None else None
-        prediction = predictor.predict(
-            CallInput(
-                request.key,
-                rendered,
-                request.platform,
-                request.lineage,
-                request.started_at,
-                request.first_token_at,
-                reported_read,
-            )
+        call = CallInput(
+            request.key,
+            rendered,
+            request.platform,
+            lineage,
+            request.started_at,
+            request.first_token_at,
+            reported_read,
         )
-        previous[request.lineage] = rendered
-        out.append(_analysis(request, rendered, prev, diff, prediction, credits.get(request.key), receipts))
+        # The predictor judges a request against the previous call of its lineage: point that at
+        # the request it continues, which after a fork is not the lineage's latest.
+        if parent is not None:
+            predictor.previous[lineage] = calls[parent]
+        prediction = predictor.predict(call)
+        calls[request.key] = call
+        analysis = _analysis(
+            request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
+        )
+        out.append(replace(analysis, previous=parent))
     return out
 
 
@@ -185,6 +202,7 @@ def _analysis(
     prediction: Prediction,
     credit: CreditRecord | None,
     receipts: Mapping[str, WireReceipt],
+    lineage: str,
 ) -> RequestAnalysis:
     markers: tuple[MarkerView, ...] = ()
     change: FirstChange | None = None
@@ -220,11 +238,11 @@ def _analysis(
         predicted_read=prediction.read,
         predicted_write=prediction.write,
     )
-    place = change.identity if change is not None else request.lineage
+    place = change.identity if change is not None else lineage
     receipt = receipts.get(request.key)
     warnings = [
-        marker_limit(request.key, request.lineage, len(rendered.markers)),
-        render_mismatch(request.key, request.lineage, verify_wire_receipt(receipt, rendered))
+        marker_limit(request.key, lineage, len(rendered.markers)),
+        render_mismatch(request.key, lineage, verify_wire_receipt(receipt, rendered))
         if receipt is not None
         else None,
         # With no earlier request in the lineage, what any stored entry could serve is the bound.
@@ -233,20 +251,18 @@ def _analysis(
         ),
         unexplained_miss(
             request.key,
-            request.lineage,
+            lineage,
             figures.reported_read,
             prediction.read,
             rendered.total_tokens,
             identical_in_ttl=prediction.read > 0,
         ),
-        model_error(
-            request.key, request.lineage, figures.reported_read, max(prediction.read, wire_allows or 0)
-        ),
+        model_error(request.key, lineage, figures.reported_read, max(prediction.read, wire_allows or 0)),
     ]
     return RequestAnalysis(
         key=request.key,
         ordinal=request.ordinal,
-        lineage=request.lineage,
+        lineage=lineage,
         model=rendered.model,
         markers=markers,
         first_change=change,

@@ -192,16 +192,16 @@ def _analyse_bodies(
         usable.append(record)
     analyses = analyse_lineage(usable, credits=credits, renderings=renderings)
     written: set[str] = set()
-    previous: dict[str, RequestAnalysis] = {}
+    by_key: dict[str, RequestAnalysis] = {}
     results: list[RequestResult] = []
     rendered: dict[str, RenderedRequest] = {}
     for original, record, analysis in zip(ordered, usable, analyses, strict=True):
         findings.extend(finding_of(w) for w in analysis.warnings)
-        prev = previous.get(record.lineage)
+        prev = by_key.get(analysis.previous) if analysis.previous is not None else None
         results.append(_body_result(record, analysis, prev, written, has_body=original.body is not None))
         if analysis.rendered is not None:
             rendered[record.key] = analysis.rendered
-            previous[record.lineage] = analysis
+            by_key[record.key] = analysis
             minimum = cache_facts(record.platform, record.model).minimum_tokens
             markers = render_record(analysis.rendered).markers
             written.update(m.prefix_hash for m in markers if m.prefix_tokens >= minimum)
