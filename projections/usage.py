@@ -95,15 +95,28 @@ def anthropic_usage(raw: JSON) -> Usage:
     )
 
 
+def _openai_split(usage: Mapping[str, JSON], prompt_key: str, details_key: str) -> tuple[int | None, ...]:
+    """(uncached, read, write) of an OpenAI prompt whose details name ``cached_tokens`` and, from the
+    GPT-5.6 family on, ``cache_write_tokens``; both are inside the prompt count (prompt-caching
+    guide, developers.openai.com/api/docs/guides/prompt-caching, checked 2026-12-03: "OpenAI reports
+    writes in cache_write_tokens and reads in cached_tokens")."""
+    prompt = _count(usage, prompt_key)
+    details = _section(usage, details_key)
+    cached = _count(details, "cached_tokens", f"{details_key}.")
+    written = _count(details, "cache_write_tokens", f"{details_key}.")
+    uncached = _minus(prompt, (cached or 0) + (written or 0), f"{details_key}.cached_tokens")
+    return uncached, cached, written
+
+
 def openai_chat_usage(raw: JSON) -> Usage:
-    """OpenAI Chat Completions usage: ``prompt_tokens_details.cached_tokens`` is inside ``prompt_tokens``."""
+    """OpenAI Chat Completions usage: ``prompt_tokens_details.cached_tokens`` and
+    ``cache_write_tokens`` are inside ``prompt_tokens``; a write lives for the request's TTL."""
     usage = _mapping(raw, "usage")
-    prompt = _count(usage, "prompt_tokens")
-    cached = _count(_section(usage, "prompt_tokens_details"), "cached_tokens", "prompt_tokens_details.")
+    uncached, cached, written = _openai_split(usage, "prompt_tokens", "prompt_tokens_details")
     return Usage(
-        uncached_input=_minus(prompt, cached, "prompt_tokens_details.cached_tokens"),
+        uncached_input=uncached,
         cache_read=cached,
-        cache_write_5m=None,
+        cache_write_5m=written,
         cache_write_1h=None,
         output=_count(usage, "completion_tokens"),
         convention="openai",
@@ -112,14 +125,14 @@ def openai_chat_usage(raw: JSON) -> Usage:
 
 
 def openai_responses_usage(raw: JSON) -> Usage:
-    """OpenAI Responses usage: ``input_tokens_details.cached_tokens`` is inside ``input_tokens``."""
+    """OpenAI Responses usage: ``input_tokens_details.cached_tokens`` and ``cache_write_tokens`` are
+    inside ``input_tokens``."""
     usage = _mapping(raw, "usage")
-    prompt = _count(usage, "input_tokens")
-    cached = _count(_section(usage, "input_tokens_details"), "cached_tokens", "input_tokens_details.")
+    uncached, cached, written = _openai_split(usage, "input_tokens", "input_tokens_details")
     return Usage(
-        uncached_input=_minus(prompt, cached, "input_tokens_details.cached_tokens"),
+        uncached_input=uncached,
         cache_read=cached,
-        cache_write_5m=None,
+        cache_write_5m=written,
         cache_write_1h=None,
         output=_count(usage, "output_tokens"),
         convention="openai",
@@ -135,6 +148,8 @@ def gemini_usage(raw: JSON) -> Usage:
     usage = _mapping(raw, "usageMetadata")
     if "usageMetadata" in usage:
         usage = _section(usage, "usageMetadata")
+    elif isinstance(usage.get("usage"), dict) or "total_cached_tokens" in usage:
+        return _gemini_interactions_usage(usage)
     prompt = _count(usage, "promptTokenCount")
     cached = _count(usage, "cachedContentTokenCount")
     candidates = _count(usage, "candidatesTokenCount")
@@ -142,6 +157,24 @@ def gemini_usage(raw: JSON) -> Usage:
     output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
     return Usage(
         uncached_input=_minus(prompt, cached, "cachedContentTokenCount"),
+        cache_read=cached,
+        cache_write_5m=None,
+        cache_write_1h=None,
+        output=output,
+        convention="gemini",
+        raw=dict(usage),
+    )
+
+
+def _gemini_interactions_usage(raw: Mapping[str, JSON]) -> Usage:
+    """The ``usage`` object of Gemini's 2026 API: hits in ``usage.total_cached_tokens`` (caching
+    guide, ai.google.dev/gemini-api/docs/caching, checked 2026-12-03), inside ``total_input_tokens``."""
+    usage = _section(raw, "usage") if isinstance(raw.get("usage"), dict) else raw
+    cached = _count(usage, "total_cached_tokens")
+    outputs = [_count(usage, "total_output_tokens"), _count(usage, "total_thought_tokens")]
+    output = None if all(part is None for part in outputs) else sum(part or 0 for part in outputs)
+    return Usage(
+        uncached_input=_minus(_count(usage, "total_input_tokens"), cached, "total_cached_tokens"),
         cache_read=cached,
         cache_write_5m=None,
         cache_write_1h=None,
