@@ -38,9 +38,11 @@ def test_every_rule_cites_an_https_page_and_the_day_it_was_checked() -> None:
 def test_gpt_5_6_and_later_cache_at_breakpoints_and_older_models_by_128_token_steps() -> None:
     newer = model_rule("openai", "gpt-5.6-2026-06-01")
     older = model_rule("openai", "gpt-5.5")
-    assert newer is not None and newer.scheme == "openai-breakpoints"
+    assert newer is not None
+    assert newer.scheme == "openai-breakpoints"
     assert dict(newer.write_multipliers)["30m"] == 1.25
-    assert older is not None and older.scheme == "openai-prefix"
+    assert older is not None
+    assert older.scheme == "openai-prefix"
     assert dict(older.write_multipliers) == {}
     assert cache_facts("openai", "gpt-4o").granularity == 128
     assert cache_facts("openrouter", "openai/gpt-5.6").granularity == 1
@@ -79,7 +81,8 @@ def test_gpt_5_6_implicit_caching_loses_a_stable_prefix_when_only_the_last_messa
     assert a.read == 0
     assert a.write_5m == first.cum_tokens[-1]
     assert b.read == 0
-    assert b.label is not None and b.label.startswith("prefix-changed")
+    assert b.label is not None
+    assert b.label.startswith("prefix-changed")
 
 
 def test_an_explicit_breakpoint_on_the_stable_prefix_is_read_back_exactly() -> None:
@@ -106,7 +109,8 @@ def test_an_explicit_breakpoint_on_the_stable_prefix_is_read_back_exactly() -> N
 def test_explicit_mode_without_a_breakpoint_writes_nothing() -> None:
     request = chat([SYSTEM, user("question", 3_000)], prompt_cache_options={"mode": "explicit"})
     (only,) = predict_calls([CallInput("a", request, "openai", "main", T0)])
-    assert only.read == 0 and only.write == 0
+    assert only.read == 0
+    assert only.write == 0
     assert only.label == "no-breakpoint"
 
 
@@ -122,7 +126,7 @@ def test_deepseek_hits_a_whole_unit_and_persists_a_common_prefix_for_the_next_re
     ac = deepseek([a, user("C")])
     ad = deepseek([a, user("D")])
     at = [T0 + timedelta(seconds=30 * i) for i in range(4)]
-    first, second = predict_calls(
+    _first, second = predict_calls(
         [CallInput("1", ab, "deepseek", "x", at[0]), CallInput("2", abc, "deepseek", "x", at[1])]
     )
     assert second.read == ab.cum_tokens[-1] + abc.tokens[2]  # the unit at the end of the first output
