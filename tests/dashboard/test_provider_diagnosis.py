@@ -188,3 +188,18 @@ def test_a_provider_that_could_not_compare_is_no_disagreement(tmp_path: Path) ->
 
     assert Request.objects.get(key="msg_2").provider_miss_reason == "previous_message_not_found"
     assert not Warning.objects.filter(kind="provider-disagrees").exists()
+
+
+@pytest.mark.django_db
+def test_a_hostile_reason_is_shown_escaped_on_the_request_page_and_the_overview(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    path = write_jsonl(tmp_path / "capture.jsonl", diagnosed(hostile, system_changes=True))
+    ingested(path, "anthropic-capture")
+
+    _, html = page(viewer_client, "msg_2")
+    overview = viewer_client.get("/").content.decode()
+    for shown in (html, overview):
+        assert hostile not in shown
+        assert "&lt;img src=x onerror=alert(1)&gt;" in shown
