@@ -163,7 +163,10 @@ CSRF_COOKIE_SECURE = _tls
 SECURE_SSL_REDIRECT = _tls and env_bool("SECURE_SSL_REDIRECT", True)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _tls else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _tls
-SECURE_HSTS_PRELOAD = _tls
+# Preload lists are slow to leave, so a site joins them only when its operator asks.
+SECURE_HSTS_PRELOAD = _tls and env_bool("CACHESCOPE_HSTS_PRELOAD", False)
+# The deploy check's advice to preload (W021) is a choice for the operator, not a fault.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 if _tls:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True

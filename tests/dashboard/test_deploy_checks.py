@@ -113,3 +113,20 @@ def test_hsts_and_secure_cookies_are_sent_over_tls(tmp_path: Path) -> None:
     assert hsts.startswith("max-age=31536000")
     assert frame == "DENY"
     assert secure == "True"
+
+
+def _hsts_header(tmp_path: Path, **extra: str) -> str:
+    code = (
+        "from django.test import Client; "
+        "r = Client().get('/accounts/login/', secure=True, HTTP_HOST='example.com'); "
+        "print(r.headers.get('Strict-Transport-Security'))"
+    )
+    done = _manage(_production_env(tmp_path, **extra), "shell", "-c", code)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_hsts_leaves_out_preload_unless_it_is_asked_for(tmp_path: Path) -> None:
+    # Preload lists are hard to leave: a site joins them only on purpose.
+    assert "preload" not in _hsts_header(tmp_path)
+    assert "preload" in _hsts_header(tmp_path, CACHESCOPE_HSTS_PRELOAD="1")
