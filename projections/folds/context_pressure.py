@@ -12,7 +12,9 @@ calls (``compaction/summary`` usage) read a different prompt and are not samples
 The surface total follows the shadow-price protocol: a metered replacement subtracts the claim's
 price; an unmetered replacement folds at zero delta, because its shadowed price is unknown without
 the node list. A version 0 ``request/header`` system prompt counts on the surface, as in
-``contextBreakdown``.
+``contextBreakdown``: version 1 prices it as a system message of that content (⌈len/4⌉ + 8) and keeps
+it until a header brings another; version 2 prices it as the harness's meter and ``contextBreakdown``
+do (⌈len/4⌉ + 4), and a header without one counts none, the newest header winning.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from projections.events import (
 )
 from projections.folds.projection import Projection
 from projections.normalized import JSON, EventRecord
-from projections.prices import event_price, header_system_price
+from projections.prices import event_price, header_system_price, header_system_tokens
 
 KEY = "contextPressure"
 
@@ -112,7 +114,7 @@ class ContextPressureV1(Projection[ContextPressureState, ContextPressure]):
         if event.type in METERING_TYPES:
             return state._replace(claim=claim_of(event))
         if event.type == "request/header":
-            header_system = header_system_price(event)
+            header_system = self._header_system(event)
             if header_system is not None:
                 return state._replace(header_system=header_system, claim=None)
         elif event.type == "request/context":
@@ -120,6 +122,10 @@ class ContextPressureV1(Projection[ContextPressureState, ContextPressure]):
             if isinstance(window, int) and not isinstance(window, bool) and window > 0:
                 return state._replace(context_window=window, claim=None)
         return state if state.claim is None else state._replace(claim=None)
+
+    def _header_system(self, event: EventRecord) -> int | None:
+        """The price of a ``request/header``'s system prompt; ``None`` keeps the one counted."""
+        return header_system_price(event)
 
     def view(self, state: ContextPressureState) -> ContextPressure:
         """Pressure, surface and projected total, floored at zero."""
@@ -155,3 +161,13 @@ class ContextPressureV1(Projection[ContextPressureState, ContextPressure]):
             claim,
             value["contextWindow"],
         )
+
+
+class ContextPressureV2(ContextPressureV1):
+    """Version 1's rules, with a header's system prompt priced as the harness's meter prices it."""
+
+    state_version = 2
+
+    def _header_system(self, event: EventRecord) -> int | None:
+        """The meter's price of the newest header's system prompt; 0 for a header without one."""
+        return header_system_tokens(event)

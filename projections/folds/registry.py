@@ -18,7 +18,7 @@ from projections.folds.breakdown import (
     ContextBreakdownV8,
 )
 from projections.folds.cache_metrics import CacheMetricsV1
-from projections.folds.context_pressure import ContextPressureV1
+from projections.folds.context_pressure import ContextPressureV1, ContextPressureV2
 from projections.folds.fold import FoldStep, ProjectionRow, fold, fold_views, resume, state_size_bytes, to_row
 from projections.folds.projection import Projection
 from projections.folds.token_usage import TokenUsageV1
@@ -35,13 +35,14 @@ _DEFINITIONS: Final[Mapping[tuple[str, int], AnyProjection]] = MappingProxyType(
             ContextBreakdownV8(),
             TokenUsageV1(),
             ContextPressureV1(),
+            ContextPressureV2(),
             CacheMetricsV1(),
         )
     }
 )
 
 _LIVE: Final[Mapping[str, int]] = MappingProxyType(
-    {"contextBreakdown": 8, "tokenUsage": 1, "contextPressure": 1, "cacheMetrics": 1}
+    {"contextBreakdown": 8, "tokenUsage": 1, "contextPressure": 2, "cacheMetrics": 1}
 )
 
 

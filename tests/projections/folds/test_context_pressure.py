@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
-from projections.folds.context_pressure import ContextPressure, ContextPressureV1
+from projections.folds.context_pressure import ContextPressure, ContextPressureV1, ContextPressureV2
 from projections.folds.fold import fold, resume, to_row
 from projections.prices import event_price, message_price
 from projections.synthetic import LogBuilder
@@ -87,6 +88,18 @@ def test_a_v0_header_system_prompt_counts_on_the_surface() -> None:
     log = LogBuilder()
     log.header(system="You are a v0 agent.")
     assert view(log).surface == message_price({"role": "system", "content": "You are a v0 agent."})
+
+
+def test_version_2_prices_a_header_system_prompt_as_the_meter_and_the_newest_header_wins() -> None:
+    log = LogBuilder()
+    log.header(system="You are a v0 agent.")
+    log.user("hi")
+    user = event_price(log.events[1])
+    v2 = ContextPressureV2()
+    assert v2.view(fold(v2, log.events)).surface == math.ceil(len("You are a v0 agent.") / 4) + 4 + user
+    log.header()  # a later request without a system prompt
+    assert v2.view(fold(v2, log.events)).surface == user
+    assert view(log).surface == message_price({"role": "system", "content": "You are a v0 agent."}) + user
 
 
 def test_compaction_usage_is_not_a_sample() -> None:

@@ -16,7 +16,7 @@ def test_live_versions_name_every_key() -> None:
     assert live_versions() == {
         "contextBreakdown": 8,
         "tokenUsage": 1,
-        "contextPressure": 1,
+        "contextPressure": 2,
         "cacheMetrics": 1,
     }
 
