@@ -51,6 +51,8 @@ class FakeUpstream:
     release: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)
     port: int = 0
+    miss_reason: str = "system_changed"
+    """What a call that names a previous message is told about its cache (Anthropic's diagnostics)."""
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1)
@@ -95,22 +97,34 @@ class FakeUpstream:
         except ValueError:
             payload = {}
         headers = {"request-id": f"req_fake{number:05d}"}
+        diagnostics = self._diagnostics(payload)
         if request.path.endswith("/v1/messages") and payload.get("stream"):
-            return await self._stream(request, f"msg_fake{number:05d}", headers)
+            return await self._stream(request, f"msg_fake{number:05d}", headers, diagnostics)
         if request.path.endswith("/chat/completions"):
             answer = _chat_answer(number, payload)
         elif request.path.endswith("/responses"):
             answer = _responses_answer(number, payload)
         else:
             answer = _message_answer(number, payload)
+            if diagnostics is not None:
+                answer["diagnostics"] = diagnostics
         raw = json.dumps(answer).encode()
         if "gzip" in request.headers.get("Accept-Encoding", ""):
             headers["Content-Encoding"] = "gzip"
             raw = gzip.compress(raw)
         return web.Response(body=raw, headers=headers, content_type="application/json")
 
+    def _diagnostics(self, payload: dict) -> dict | None:
+        """Anthropic's answer to a request's ``diagnostics``: nothing to compare on a first call."""
+        asked = payload.get("diagnostics")
+        if not isinstance(asked, dict):
+            return None
+        if asked.get("previous_message_id") is None:
+            return {"cache_miss_reason": None}
+        return {"cache_miss_reason": {"type": self.miss_reason, "cache_missed_input_tokens": 4096}}
+
     async def _stream(
-        self, request: web.Request, message_id: str, headers: dict[str, str]
+        self, request: web.Request, message_id: str, headers: dict[str, str], diagnostics: dict | None
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream"})
         await response.prepare(request)
@@ -120,6 +134,8 @@ class FakeUpstream:
                 if index == len(EVENTS) - 1 and self.hold_last_event:
                     while not self.release.is_set():
                         await asyncio.sleep(0.01)
+                if index == 0 and diagnostics is not None:
+                    event = event.replace('"usage":', f'"diagnostics":{json.dumps(diagnostics)},"usage":', 1)
                 chunk = event.replace("MESSAGE_ID", message_id).encode()
                 await response.write(chunk)
                 written += chunk

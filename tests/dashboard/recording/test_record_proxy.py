@@ -297,3 +297,22 @@ def test_a_wrong_or_missing_token_is_refused_before_anything_is_forwarded(
     assert call(recording.port, "/v1/messages", turn("hi"), {"x-pass": "wrong"}).status == 401
     assert call(recording.port, "/v1/messages", turn("hi"), {"x-pass": "let-me-in"}).status == 200
     assert len(upstream.received) == 1
+
+
+def test_the_providers_miss_reason_is_stored_from_the_recorded_answer(
+    upstream: FakeUpstream, start_recording: Any
+) -> None:
+    recording = start_recording(upstream=upstream.url, diagnose=True)
+    agent = {"User-Agent": "claude-cli/2.1.38 (external, cli)"}
+    call(recording.port, "/v1/messages", turn("plan", stream=True), agent)
+    changed = turn("plan", "ok", "go", stream=True)
+    changed["system"] = [{"type": "text", "text": "You are a careful coding agent. Today is Thursday."}]
+    call(recording.port, "/v1/messages", changed, agent)
+    call(recording.port, "/v1/messages", turn("plan", "ok", "go", "ok", "ship"), agent)
+    recording.settle(3)
+
+    stored = list(Request.objects.order_by("ordinal"))
+    assert [r.provider_miss_reason for r in stored] == ["", "system_changed", "system_changed"]
+    assert stored[1].provider_missed_tokens == 4096
+    assert {r.client_version for r in stored} == {"claude-code 2.1.38"}
+    assert stored[0].session.client_version == "claude-code 2.1.38"
