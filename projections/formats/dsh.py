@@ -13,6 +13,7 @@ from pathlib import Path
 
 from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh_calls import DshCalls
+from projections.formats.limits import MAX_SEQ, MAX_SOURCE_SEQS
 from projections.formats.lines import LogLines
 from projections.formats.times import parse_time
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
@@ -196,8 +197,20 @@ def _surface_op(value: JSON) -> JSON:
     raise _BadField("surfaceOp", f"expected 'append' or a replace with start/end, got {value!r}")
 
 
-def _source_seqs(value: JSON) -> tuple[int, ...] | None:
-    """``sourceEventSeqs``: seqs, where a ``[first, last]`` pair stands for an inclusive run."""
+def _seq(value: JSON) -> int:
+    seq = _int(value, "seq")
+    if seq > MAX_SEQ:
+        raise _BadField("seq", f"{seq} exceeds the limit of {MAX_SEQ}, the largest seq stored")
+    return seq
+
+
+def _source_seqs(value: JSON, seq: int) -> tuple[int, ...] | None:
+    """``sourceEventSeqs``: seqs, where a ``[first, last]`` pair stands for an inclusive run.
+
+    The sources are earlier nodes of the log (or positions on its surface), so each lies below the
+    event's own ``seq``; a run is checked against that bound, and against :data:`MAX_SOURCE_SEQS`,
+    before it is expanded, so a short line cannot expand to millions of seqs.
+    """
     if value is None:
         return None
     if not isinstance(value, list):
@@ -209,9 +222,15 @@ def _source_seqs(value: JSON) -> tuple[int, ...] | None:
             last = _int(entry[1], "sourceEventSeqs")
             if last < first:
                 raise _BadField("sourceEventSeqs", f"range {entry!r} runs backwards")
-            seqs.extend(range(first, last + 1))
         else:
-            seqs.append(_int(entry, "sourceEventSeqs"))
+            first = last = _int(entry, "sourceEventSeqs")
+        if last >= seq:
+            raise _BadField(
+                "sourceEventSeqs", f"{entry!r} cites seq {last}, not before this event's seq {seq}"
+            )
+        if len(seqs) + last - first + 1 > MAX_SOURCE_SEQS:
+            raise _BadField("sourceEventSeqs", f"cites more than the limit of {MAX_SOURCE_SEQS} seqs")
+        seqs.extend(range(first, last + 1))
     return tuple(seqs)
 
 
@@ -228,14 +247,15 @@ def decode_record(value: dict[str, JSON], line: int) -> list[EventRecord]:
     ignorable = value.get("ignorable", False)
     if not isinstance(ignorable, bool):
         raise _BadField("ignorable", f"expected a boolean, got {ignorable!r}")
+    seq = _seq(value.get("seq"))
     return [
         EventRecord(
-            seq=_int(value.get("seq"), "seq"),
+            seq=seq,
             type=kind,
             time=_time(value.get("time"), "time"),
             data=data,
             surface_op=_surface_op(value.get("surfaceOp")),
-            source_event_seqs=_source_seqs(value.get("sourceEventSeqs")),
+            source_event_seqs=_source_seqs(value.get("sourceEventSeqs"), seq),
             ignorable=ignorable,
             line=line,
         )
@@ -268,8 +288,8 @@ def _expand_row(value: dict[str, JSON], kind: str, line: int) -> list[EventRecor
     gaps = [_safe_integer(gap, "data.dt") for gap in gaps]
     if len(gaps) != len(members) - 1:
         raise _BadField("data.dt", f"{len(gaps)} gaps for {len(members)} members (expected one fewer)")
-    if seq0 + len(members) - 1 > _MAX_SAFE_INTEGER:
-        raise _BadField("seq0", "member seqs leave the safe-integer range")
+    if seq0 + len(members) - 1 > MAX_SEQ:
+        raise _BadField("seq0", f"member seqs exceed the limit of {MAX_SEQ}, the largest seq stored")
     chunk_type = PACKED_ROW_CHUNKS[kind]
     events = []
     moment = time0

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from projections.client_version import user_agent_version
 from projections.formats.exchanges import BadRecord
 from projections.formats.sse import StreamSummary, anthropic_stream, openai_stream
+from projections.formats.storable import TooDeep, decode_storable
 from projections.normalized import JSON
 from projections.provider_diagnosis import ProviderDiagnosis, anthropic_diagnosis, openai_diagnosis
 
@@ -31,10 +32,13 @@ def json_body(value: JSON, field: str) -> dict[str, JSON] | None:
     if value is None:
         return None
     if isinstance(value, str):
+        # A body logged as text is decoded with the same bounds as a line: nesting, NUL, surrogates.
         try:
-            value = json.loads(value)
+            value = decode_storable(value).value
         except json.JSONDecodeError as error:
             raise BadRecord(field, f"body is not JSON: {error}") from None
+        except TooDeep as error:
+            raise BadRecord(field, f"body is {error}") from None
     if not isinstance(value, dict):
         raise BadRecord(field, f"expected a JSON object, got {type(value).__name__}")
     return value
@@ -104,8 +108,8 @@ def response_facts(response: JSON, provider: str, field: str = "response") -> Re
 
 def _maybe_json(text: str) -> dict[str, JSON] | None:
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = decode_storable(text).value
+    except (json.JSONDecodeError, TooDeep):
         return None
     return value if isinstance(value, dict) else None
 

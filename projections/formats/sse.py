@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from projections.formats.storable import TooDeep, decode_storable
 from projections.normalized import JSON
 from projections.provider_diagnosis import ProviderDiagnosis, anthropic_diagnosis, openai_diagnosis
 
@@ -20,8 +21,8 @@ def sse_data(body: str) -> Iterator[dict[str, JSON]]:
         if not payload or payload == "[DONE]":
             continue
         try:
-            value = json.loads(payload)
-        except json.JSONDecodeError:
+            value = decode_storable(payload).value
+        except (json.JSONDecodeError, TooDeep):
             continue
         if isinstance(value, dict):
             yield value

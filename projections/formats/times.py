@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+from projections.formats.limits import check_time
 from projections.normalized import JSON
 
 # Epoch values above this are milliseconds; below, seconds (year 33658 in seconds, 1970+ in ms).
@@ -17,11 +18,18 @@ def epoch_ms(value: int | float) -> datetime:
 
 
 def parse_iso(text: str) -> datetime:
-    """A UTC datetime from an ISO-8601 string; a string without an offset is taken as UTC."""
+    """A UTC datetime from an ISO-8601 string; a string without an offset is taken as UTC.
+
+    Raises ``ValueError`` for a text that is not a time, or one outside the stored range once
+    converted to UTC (``0001-01-01T00:00:00+05:00`` lies before the first representable moment).
+    """
     moment = datetime.fromisoformat(text.strip())
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+        return check_time(moment.replace(tzinfo=UTC))
+    try:
+        return check_time(moment.astimezone(UTC))
+    except OverflowError:
+        raise ValueError(f"time {text.strip()!r} is outside the range of a datetime in UTC") from None
 
 
 def parse_time(value: JSON, *, numbers: str = "ms") -> datetime:
@@ -36,7 +44,7 @@ def parse_time(value: JSON, *, numbers: str = "ms") -> datetime:
         raise ValueError(f"expected an ISO-8601 string or an epoch number, got {value!r}")
     as_ms = numbers == "ms" or (numbers == "auto" and abs(value) >= _MILLISECONDS_FROM)
     try:
-        return epoch_ms(value) if as_ms else datetime.fromtimestamp(value, tz=UTC)
+        return check_time(epoch_ms(value) if as_ms else datetime.fromtimestamp(value, tz=UTC))
     except (OverflowError, OSError) as error:
         raise ValueError(f"time {value!r} is out of range: {error}") from None
 
