@@ -96,6 +96,9 @@ class ModelRule:
     """Hosts that run the family with a smaller window unless asked for the long one."""
     valid_from: date = date(2024, 1, 1)
     """The first day this row's cache figures hold; earlier requests fall to a later row."""
+    thinking_kept: Literal["all", "last-turn"] = "all"
+    """Which earlier thinking blocks a Claude model keeps in its prompt: all of them, or only those
+    of the last assistant turn (the rest are stripped by the API, so they are no part of the prefix)."""
 
     def matches(self, model: str) -> bool:
         """Whether ``model`` (an API model id, any case, any provider prefix) belongs to this family."""
@@ -140,6 +143,13 @@ _CLAUDE_MINIMUMS = Source(_ANTHROPIC_CACHING, note="table 'Minimum cacheable pro
 # 1.25x, 2x and 0.1x; Opus 5.5 reads at 0.05x and Fable 5.1 / Mythos 5.1 at 0.025x (footnotes).
 _CLAUDE_PRICES = Source(_ANTHROPIC_PRICING, note="prompt caching price table and its footnotes")
 _CLAUDE_WINDOWS = Source(_ANTHROPIC_MODELS, note="'Context window' on each model page")
+_ANTHROPIC_THINKING = "https://platform.claude.com/docs/en/build-with-claude/extended-thinking"
+THINKING_SOURCE: Final = Source(
+    _ANTHROPIC_THINKING,
+    note="'Opus 4.5 and later keep all prior thinking blocks; Opus 4.1 and earlier keep only the last "
+    "assistant turn's thinking; Sonnet 4.6 and later keep all, Sonnet 4.5 and earlier the last turn; "
+    "all Haiku models through Haiku 4.5 keep only the last turn'",
+)
 _CLAUDE_CODE_WINDOW = "https://github.com/anthropics/claude-code/issues/24208"
 
 _OPENAI_56 = Source(
@@ -306,6 +316,7 @@ def _claude(
     host_windows: tuple[tuple[str, int], ...] = (),
     window_source: Source = _CLAUDE_WINDOWS,
     valid_from: date = date(2024, 8, 14),
+    thinking_kept: Literal["all", "last-turn"] = "all",
 ) -> ModelRule:
     return ModelRule(
         provider="anthropic",
@@ -322,6 +333,7 @@ def _claude(
         long_window=long_window,
         host_windows=host_windows,
         valid_from=valid_from,
+        thinking_kept=thinking_kept,
     )
 
 
@@ -411,7 +423,14 @@ MODEL_RULES: Final[tuple[ModelRule, ...]] = (
     _claude(
         "Claude Sonnet 4.6", r"claude-sonnet-4-6", 1_024, _1M, long_window=_1M, host_windows=_CLAUDE_CODE_200K
     ),
-    _claude("Claude Haiku 4.5", r"claude-haiku-4-5", 4_096, _200K, valid_from=_CLAUDE_4X_MINIMUMS_FROM),
+    _claude(
+        "Claude Haiku 4.5",
+        r"claude-haiku-4-5",
+        4_096,
+        _200K,
+        valid_from=_CLAUDE_4X_MINIMUMS_FROM,
+        thinking_kept="last-turn",
+    ),
     # Sonnet 4 and 4.5: 200k, or 1M with the context-1m beta header.
     _claude(
         "Claude Sonnet 4 and 4.5",
@@ -420,13 +439,16 @@ MODEL_RULES: Final[tuple[ModelRule, ...]] = (
         _200K,
         long_window=_1M,
         window_source=Source(_ANTHROPIC_CONTEXT, note="1M with the context-1m-2025-08-07 beta header"),
+        thinking_kept="last-turn",
     ),
     _claude(
         "Claude Opus 4.5", r"claude-opus-4-5(-\d{8})?$", 4_096, _200K, valid_from=_CLAUDE_4X_MINIMUMS_FROM
     ),
-    _claude("Claude Opus 4 and 4.1", r"claude-opus-4(-[01])?(-\d{8})?$", 1_024, _200K),
-    _claude("Claude Haiku 3 and 3.5", r"claude-(3-5-haiku|3-haiku)", 2_048, _200K),
-    _claude("Claude 3.x (Sonnet 3.5 and 3.7, Opus 3)", r"claude-3", 1_024, _200K),
+    _claude(
+        "Claude Opus 4 and 4.1", r"claude-opus-4(-[01])?(-\d{8})?$", 1_024, _200K, thinking_kept="last-turn"
+    ),
+    _claude("Claude Haiku 3 and 3.5", r"claude-(3-5-haiku|3-haiku)", 2_048, _200K, thinking_kept="last-turn"),
+    _claude("Claude 3.x (Sonnet 3.5 and 3.7, Opus 3)", r"claude-3", 1_024, _200K, thinking_kept="last-turn"),
     # Any other Claude model (and a model above before its row's date): the most common minimum.
     _claude("Other Claude models", r"claude", 1_024, None),
     # --- OpenAI ---
@@ -461,6 +483,14 @@ def model_rule(platform: str, model: str, on: date | None = None) -> ModelRule |
         if on is None or on >= rule.valid_from:
             return rule
     return None
+
+
+def keeps_only_last_turn_thinking(model: str) -> bool:
+    """Whether a Claude model strips the thinking blocks of earlier assistant turns from its prompt."""
+    for rule in MODEL_RULES:
+        if rule.provider == "anthropic" and rule.matches(model):
+            return rule.thinking_kept == "last-turn"
+    return False
 
 
 def rules_by_provider() -> dict[Provider, list[ModelRule]]:
