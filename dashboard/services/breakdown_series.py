@@ -20,6 +20,7 @@ from django.core.cache import cache
 from dashboard.models import Request, Session
 from dashboard.services.folds import Track, fold_tracks, session_records
 from projections.context_series import Basis, ContextRow, RequestFigures, context_rows
+from projections.events import METERING_TYPES, current_spelling
 from projections.folds.registry import get_projection
 from projections.model_windows import auto_compact_rule, host_of_format
 from projections.normalized import JSON, EventRecord
@@ -170,8 +171,10 @@ def _fold_steps(
 ) -> Iterator[tuple[EventRecord, JSON]]:
     """The log's events with the fold's view after each; compactions and prunes become markers."""
     for event, (step,) in fold_tracks([breakdown], session_records(session_id=session.pk)):
-        if event.type in ("compaction/summary", "compaction/prune"):
-            series.markers.append(_marker(event))
+        # Older logs spell compaction ``compact/*``: read both, as the folds do.
+        spelled = current_spelling(event)
+        if spelled.type in METERING_TYPES:
+            series.markers.append(_marker(spelled))
         if step is None:
             continue
         series.times[event.seq] = event.time

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dashboard.services.breakdown_series import session_breakdown_series, session_breakdown_series_cached
 from projections.folds.breakdown import ContextBreakdownV6
 from projections.folds.fold import fold
@@ -43,3 +45,12 @@ def test_the_breakdown_series_is_folded_once_until_the_log_grows(db: None) -> No
     grown = session_breakdown_series_cached(session=session)
     assert grown.events == first.events + 1
     assert grown == session_breakdown_series(session=session)
+
+
+def test_the_older_compact_spelling_still_marks_the_chart(db: None) -> None:
+    older = {"compaction/summary": "compact/summary", "compaction/prune": "compact/prune"}
+    log = conversation()
+    events = [replace(event, type=older.get(event.type, event.type)) for event in log.events]
+    assert any(event.type == "compact/summary" for event in events)
+    series = session_breakdown_series(session=stored_session(events, external_id="older-spelling"))
+    assert [marker.kind for marker in series.markers] == ["prune", "compaction"]
