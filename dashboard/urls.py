@@ -44,6 +44,7 @@ dashboard_patterns = [
     path("manage/prices/", admin_pages.price_list, name="prices"),
     path("manage/prices/<int:price_id>/", admin_pages.price_edit, name="price_edit"),
     path("manage/prices/<int:price_id>/delete/", admin_pages.price_delete, name="price_delete"),
+    path("manage/provider-rules/", admin_pages.provider_rules_page, name="provider_rules"),
 ]
 
 urlpatterns = [

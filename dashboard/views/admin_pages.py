@@ -1,4 +1,5 @@
-"""Admin pages: API tokens (created with the secret shown once, listed, revoked) and the price table."""
+"""Admin pages: API tokens (created with the secret shown once, listed, revoked), the price table, and
+the provider rules the cache engine judges requests by (read-only)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.models import ApiToken, ModelPrice, Source
 from dashboard.roles import ADMIN, role_required
 from dashboard.services.tokens import token_create, token_revoke
+from projections import provider_rules
 
 
 class TokenForm(forms.Form):
@@ -122,3 +124,32 @@ def price_delete(request: HttpRequest, price_id: int) -> HttpResponse:
     price.delete()
     messages.success(request, f"Price for {price.pattern} deleted.")
     return HttpResponseRedirect(reverse("dashboard:prices"))
+
+
+@require_http_methods(["GET"])
+@role_required(ADMIN)
+def provider_rules_page(request: HttpRequest) -> HttpResponse:
+    """The dated provider rules, read-only: each family's figures with the page and day they come from."""
+    context = {
+        "checked": provider_rules.CHECKED,
+        "mechanics": list(provider_rules.MECHANICS.values()),
+        "groups": [
+            (provider, [_rule_row(rule) for rule in rules])
+            for provider, rules in provider_rules.rules_by_provider().items()
+        ],
+        "thinking_source": provider_rules.THINKING_SOURCE,
+    }
+    return render(request, "dashboard/provider_rules.html", context)
+
+
+def _rule_row(rule: provider_rules.ModelRule) -> dict[str, Any]:
+    """One family as the page shows it: the figures, and the sources they were read from."""
+    sources = [rule.minimum_source, rule.multipliers_source, rule.window_source]
+    return {
+        "rule": rule,
+        "writes": ", ".join(f"{ttl} {factor:g}x" for ttl, factor in rule.write_multipliers.items())
+        or "no fee",
+        "read": f"{rule.read_multiplier:g}x" if rule.read_multiplier is not None else "by model",
+        "hosts": ", ".join(f"{host} {window:,}" for host, window in rule.host_windows),
+        "change_note": any(source is not None and source.basis == "change-note" for source in sources),
+    }
