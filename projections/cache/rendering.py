@@ -23,6 +23,7 @@ from projections.cache.calibration import calibrate
 from projections.cache.canonical import MARKER_KEYS, canonical_bytes, digest, hash_units, without_control
 from projections.cache.rendered_request import TIERS, Marker, RenderedRequest, Tier, tier_start
 from projections.normalized import JSON, Usage
+from projections.provider_rules import keeps_only_last_turn_thinking
 
 _ROLE_TAG = {
     "user": ord("u"),
@@ -462,7 +463,42 @@ def _render_anthropic(units: _Units, body: Mapping[str, JSON]) -> None:
         units.add("system", "system", None, None, system, kind="system")
     elif system is not None:
         raise RenderError("request body: field 'system' is neither a string nor a list")
-    _render_messages(units, body.get("messages"), leading_system=False)
+    messages = body.get("messages")
+    model = body.get("model")
+    if isinstance(messages, list) and isinstance(model, str) and keeps_only_last_turn_thinking(model):
+        messages = without_earlier_thinking(messages)
+    _render_messages(units, messages, leading_system=False)
+
+
+def without_earlier_thinking(messages: list[JSON]) -> list[JSON]:
+    """The messages as a model that keeps only the last assistant turn's thinking reads them.
+
+    The extended-thinking guide (platform.claude.com/docs/en/build-with-claude/extended-thinking,
+    checked 2026-12-03): Opus 4.1 and earlier, Sonnet 4.5 and earlier and every Haiku through 4.5
+    "keep only the last assistant turn's thinking"; the API strips the thinking blocks of earlier
+    turns itself, so they are no part of the prompt or of its cached prefix. A turn ends at a user
+    message that is not only tool results: thinking before the last such message is dropped, the
+    thinking of the tool loop after it is kept. Newer models keep every thinking block.
+    """
+    last_turn = max((i for i, message in enumerate(messages) if _opens_turn(message)), default=-1)
+    kept: list[JSON] = []
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if index < last_turn and isinstance(content, list) and any(_kind(b) == "thinking" for b in content):
+            assert isinstance(message, dict)
+            message = {**message, "content": [b for b in content if _kind(b) != "thinking"]}
+        kept.append(message)
+    return kept
+
+
+def _opens_turn(message: JSON) -> bool:
+    """A user message with something besides tool results: the start of a new assistant turn."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if not isinstance(content, list):
+        return True
+    return any(_kind(block) != "tool_result" for block in content)
 
 
 def _render_messages(units: _Units, messages: JSON, *, leading_system: bool) -> None:
