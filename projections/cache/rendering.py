@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import accumulate, chain, repeat
 from operator import add, ne, sub
+from typing import cast
 
 from projections.cache.calibration import calibrate
 from projections.cache.canonical import MARKER_KEYS, canonical_bytes, digest, hash_units, without_control
@@ -82,7 +83,9 @@ class _Units:
 
     def __init__(self) -> None:
         self.raws: list[JSON] = []
-        self.calls: list[_Call] = []
+        self.calls: list[_CallField] = []
+        """Seven fields a call, one after the other (see :data:`_CallField`): a flat list, because a
+        tuple kept per call would be thousands of objects for the garbage collector to trace."""
         # Filled by finish().
         self.tiers: list[Tier] = []
         self.roles: list[str] = []
@@ -109,13 +112,20 @@ class _Units:
         """Append ``blocks``; ``kind`` names them all when their place decides it."""
         if blocks:  # a call without blocks adds no unit, and so no message start either
             self.raws.extend(blocks)
-            self.calls.append((tier, role, message_index, message_id, len(blocks), kind, first_block))
+            self.calls.extend((tier, role, message_index, message_id, len(blocks), kind, first_block))
 
     def finish(self) -> None:
         """Expand the recorded calls into the per-unit lists, once every call is in."""
         if not self.calls:
             return
-        tiers, roles, message_indexes, message_ids, counts, kinds, first_blocks = zip(*self.calls, strict=True)
+        calls, step = self.calls, _CALL_FIELDS
+        tiers = cast("list[Tier]", calls[0::step])
+        roles = cast("list[str]", calls[1::step])
+        message_indexes = cast("list[int | None]", calls[2::step])
+        message_ids = cast("list[str | None]", calls[3::step])
+        counts = cast("list[int]", calls[4::step])
+        kinds = cast("list[str | None]", calls[5::step])
+        first_blocks = cast("list[int]", calls[6::step])
         # Each unit's call, then each field looked up by it: one C-level pass per field, where
         # expanding every field by its own counts would build a repeat() per call per field.
         owner = list(chain.from_iterable(map(repeat, range(len(counts)), counts)))
@@ -128,8 +138,25 @@ class _Units:
         offsets = tuple(map(sub, first_blocks, accumulate(counts, initial=0)))
         self.block_indexes = list(map(add, range(len(owner)), map(offsets.__getitem__, owner)))
         raws = self.raws
-        self.kinds = list(map(_kind, raws, map(kinds.__getitem__, owner)))
-        self.marked = [p for p, raw in enumerate(raws) if _marked(raw)]
+        # Every unit is named from its block first, and the few calls whose place names their units
+        # (tools, system, tool calls) overwrite theirs after: pairing each unit with its call's kind
+        # cost three times as much. The common unit, a block object with a string type, is named
+        # inline because a call of _kind() per unit costs more than the rest of the expansion.
+        named = [
+            _KIND_ALIASES.get(kind, kind)
+            if type(raw) is dict and type(kind := raw.get("type")) is str
+            else _kind(raw)
+            for raw in raws
+        ]
+        starts = list(accumulate(counts, initial=0))
+        for call, given in enumerate(kinds):
+            if given is not None:
+                named[starts[call] : starts[call + 1]] = [given] * counts[call]
+        self.kinds = named
+        # _marked() spelled inline for the same reason.
+        self.marked = [
+            p for p, raw in enumerate(raws) if type(raw) is dict and not MARKER_KEYS.isdisjoint(raw)
+        ]
         self.nested = [
             p for p, kind in enumerate(self.kinds) if kind == "tool_result" and _has_nested_control(raws[p])
         ]
@@ -163,9 +190,11 @@ class _Units:
         )
 
 
-_Call = tuple[Tier, str, int | None, str | None, int, str | None, int]
-"""One call of :meth:`_Units.add`: tier, role, message index, message id, unit count, the kind its
-place gives every unit (or ``None``) and the block index of its first unit."""
+_CallField = Tier | str | int | None
+"""A field of a call of :meth:`_Units.add`, of the seven it records in turn: tier, role, message
+index, message id, unit count, the kind its place gives every unit (or ``None``) and the block index
+of its first unit."""
+_CALL_FIELDS = 7
 
 
 def _control(raw: JSON) -> JSON:
