@@ -3,7 +3,8 @@ analysis over them, and store the results and warnings; queue and claim analysis
 
 The analysis itself (rebuilding a request's body from its blocks, the lineage and transcript
 analyses, labels and remedies) is the engine's, in :mod:`projections.cache`; this module only moves
-rows in and out of the database.
+rows in and out of the database. That includes what other sessions of the same source wrote inside
+the TTL window, read in one query per analysed session (see :func:`foreign_writes`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
 from dashboard.services.gc_pause import gc_paused
+from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
 from projections.cache.rebuild import StoredRequest, StoredRequestError, rebuild_request
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache.results import CLIENT_RECORD_PLACE, Finding, RecordsAnalysis
@@ -124,6 +126,44 @@ def block_raws(hashes: Iterable[str]) -> dict[str, JSON]:
     return raws
 
 
+def foreign_writes(session: Session, rows: Sequence[Request]) -> PrefixIndex:
+    """What the other sessions of ``session``'s source left cached from one TTL window before its
+    first request to its last: their markers' prefixes where their analysis recorded them, else the
+    sizes their usage shows. One query, whatever the number of sessions.
+
+    A body session's prefixes are known once that session was analysed; a transcript's sizes as
+    soon as it was ingested.
+    """
+    times = [row.started_at for row in rows if row.started_at is not None]
+    if not times:
+        return PrefixIndex()
+    others = (
+        Request.objects.filter(
+            session__source_id=session.source_id,
+            started_at__gte=min(times) - WINDOW,
+            started_at__lte=max(times),
+        )
+        .exclude(session_id=session.pk)
+        .values_list(
+            "session_id",
+            "key",
+            "ordinal",
+            "model",
+            "started_at",
+            "cache_read_tokens",
+            "cache_write_5m_tokens",
+            "cache_write_1h_tokens",
+            "analysis__data__record",
+        )
+    )
+    writes = []
+    for session_id, key, ordinal, model, started, read, write_5m, write_1h, record in others.iterator():
+        writer = WriterRef(str(session_id), key, ordinal)
+        hashed = marker_writes(writer, model, started, record if isinstance(record, list) else [])
+        writes.extend(hashed or transcript_writes(writer, model, started, read, write_5m, write_1h))
+    return PrefixIndex.of(writes)
+
+
 # --- the stored session ------------------------------------------------------------------------
 
 
@@ -206,6 +246,7 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
             events + [e for e in boundaries if is_boundary(e)],
             renderings=renderings,
             earlier=findings,
+            foreign=foreign_writes(session, rows),
         )
         if not _store(session, rows, result, generation):
             return result  # a run that read a newer generation has stored its results already

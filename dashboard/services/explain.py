@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from projections.cache.cross_session import PrefixIndex, session_writes
 from projections.cache.results import RecordsAnalysis, RequestResult
 from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
 from projections.cache.transcript_analysis import is_boundary
@@ -24,8 +25,13 @@ class FileSession:
 
 
 def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
-    """Analyse every session of a log file (or folder) as read, without storing anything."""
-    sessions: list[FileSession] = []
+    """Analyse every session of a log file (or folder) as read, without storing anything.
+
+    The sessions of one run share the provider's cache: each is analysed with what the others
+    wrote (see :mod:`projections.cache.cross_session`), so a compaction call or a subagent read
+    from the main session's prefix is predicted and its writer named.
+    """
+    read: list[tuple[str, list[RequestRecord], list[EventRecord], list[LineError]]] = []
     for imported in read_sessions(path, format=format):
         records: list[RequestRecord] = []
         events: list[EventRecord] = []
@@ -45,7 +51,21 @@ def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
             errors.append(LineError(imported.path, None, "session", imported.fatal))
         # Ordinals count the session's requests in file order, as ingest numbers them.
         records = [replace(record, ordinal=i) for i, record in enumerate(records)]
-        sessions.append(FileSession(imported.external_id, analyse_records(records, events), errors))
+        read.append((imported.external_id, records, events, errors))
+    alone = [analyse_records(records, events) for _, records, events, _ in read]
+    if len(read) < 2:
+        return [
+            FileSession(name, analysis, errors)
+            for (name, _, _, errors), analysis in zip(read, alone, strict=True)
+        ]
+    written = [
+        session_writes(name, records, analysis.results)
+        for (name, records, _, _), analysis in zip(read, alone, strict=True)
+    ]
+    sessions: list[FileSession] = []
+    for i, (name, records, events, errors) in enumerate(read):
+        others = PrefixIndex.of(w for j, writes in enumerate(written) if j != i for w in writes)
+        sessions.append(FileSession(name, analyse_records(records, events, foreign=others), errors))
     return sessions
 
 
@@ -70,6 +90,7 @@ def explain_json(result: RequestResult) -> dict[str, JSON]:
         "lineage": data["lineage"],
         "model": data["model"],
         "markers": markers,
+        "read_from": data.get("read_from"),
         "first_change": short,
         "figures": said["figures"],
         "label": said["label"],

@@ -44,6 +44,7 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
         "figures": data.get("figures", {}),
         "first_change": change,
         "previous_request": previous,
+        "read_from": _read_from_request(call, data),
         "change_sides": change_sides(previous, call, change) if change is not None else None,
         "remedy": said.remedy,
         "provider_disagrees": any(w.kind == "provider-disagrees" for w in said.warnings),
@@ -55,6 +56,18 @@ def _previous_request(call: Request, data: dict[str, JSON]) -> Request | None:
     if not isinstance(previous, dict):
         return None
     return Request.objects.filter(session_id=call.session_id, key=previous.get("key")).first()
+
+
+def _read_from_request(call: Request, data: dict[str, JSON]) -> Request | None:
+    """The request that wrote the prefix this one reads: in another session of the source when the
+    analysis names one (a compaction, a subagent, a parallel session), else in this session."""
+    read_from = data.get("read_from")
+    if not isinstance(read_from, dict):
+        return None
+    other = read_from.get("session")
+    session_id = int(other) if isinstance(other, str) and other.isdigit() else call.session_id
+    writers = Request.objects.filter(session_id=session_id, key=read_from.get("key"))
+    return writers.select_related("session").first()
 
 
 # --- the session page ----------------------------------------------------------------------------

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from projections.cache.causes import Cause, classify_change
 from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
+from projections.cache.cross_session import TTL_SECONDS, PrefixIndex, WriterRef
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.lineage import assign_lineages
-from projections.cache.providers import CachePredictor, CallInput, Prediction, cache_facts
+from projections.cache.providers import CacheEntry, CachePredictor, CallInput, Prediction, cache_facts
 from projections.cache.rendered_request import RenderedRequest, Tier
 from projections.cache.rendering import render_request
 from projections.cache.warnings import (
@@ -84,6 +86,9 @@ class RequestAnalysis:
     rendered: RenderedRequest | None = None
     previous: str | None = None
     """The key of the request this one was compared with; ``None`` for the first of its lineage."""
+    read_from: WriterRef | None = None
+    """The request that wrote the entry the predicted read lands on (in another session when its
+    ``session`` is not empty)."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -132,6 +137,7 @@ def analyse_lineage(
     receipts: Mapping[str, WireReceipt] | None = None,
     *,
     renderings: Mapping[str, RenderedRequest] | None = None,
+    foreign: PrefixIndex | None = None,
 ) -> LineageAnalysis:
     """Analyse requests in the order given (start order); each is diffed against the request it
     continues in its lineage (see :func:`~projections.cache.lineage.assign_lineages`), and one
@@ -140,6 +146,8 @@ def analyse_lineage(
     ``credits`` and ``receipts`` are the client's own records, keyed by request key.
     ``renderings`` are requests already rendered from their bodies with their usage (a caller that
     had to render them anyway), by request key; the others are rendered here.
+    ``foreign``: prefixes other sessions of the same source wrote; each enters the cache state at
+    the moment it was written, so a request can read it (see :mod:`projections.cache.cross_session`).
     """
     credits = credits or {}
     receipts = receipts or {}
@@ -153,11 +161,16 @@ def analyse_lineage(
     }
     lineages = assign_lineages(requests, rendered_by_key)
     calls: dict[str, CallInput] = {}
+    writers = {r.key: WriterRef("", r.key, r.ordinal) for r in requests}
+    entered: datetime | None = None
     out = LineageAnalysis()
     for request in requests:
         if request.body is None:
             out.append(_usage_only(request, credits.get(request.key)))
             continue
+        if foreign and request.started_at is not None:
+            _enter_foreign(predictor, foreign, entered, request.started_at, writers)
+            entered = request.started_at
         rendered = rendered_by_key[request.key]
         facts = cache_facts(request.platform, rendered.model)
         lineage, parent = lineages[request.key].lineage, lineages[request.key].parent
@@ -190,8 +203,37 @@ def analyse_lineage(
         analysis = _analysis(
             request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
         )
-        out.append(replace(analysis, previous=parent))
+        read_from = writers.get(prediction.read_from or "")
+        out.append(replace(analysis, previous=parent, read_from=read_from))
     return out
+
+
+def _enter_foreign(
+    predictor: CachePredictor,
+    foreign: PrefixIndex,
+    after: datetime | None,
+    until: datetime,
+    writers: dict[str, WriterRef],
+) -> None:
+    """Put the prefixes other sessions wrote in ``(after, until]`` into the predictor's cache state.
+
+    An entry this session already holds alive keeps its writer; the other session's write only
+    extends its life.
+    """
+    for write in foreign.hashed_between(after, until):
+        if write.prefix_hash is None or write.position is None:
+            continue
+        moment = write.written_at.timestamp()
+        expires = moment + TTL_SECONDS[write.ttl]
+        entry = predictor.state.entries.get(write.prefix_hash)
+        if entry is not None and (entry.expires_at is None or entry.expires_at > moment):
+            entry.expires_at = max(entry.expires_at or expires, expires)
+            continue
+        name = f"{write.writer.session}\x1f{write.writer.key}"  # never a request key of this session
+        writers[name] = write.writer
+        predictor.state.entries[write.prefix_hash] = CacheEntry(
+            write.prefix_hash, write.position, write.tokens, write.ttl, expires, moment, name
+        )
 
 
 def _analysis(

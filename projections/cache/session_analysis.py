@@ -21,6 +21,7 @@ from projections.cache.client_records import (
     parse_credit_event,
     verify_render_record_event,
 )
+from projections.cache.cross_session import PrefixIndex, read_from_json
 from projections.cache.provider_check import note_provider_diagnoses
 from projections.cache.providers import UnknownModelError, cache_facts
 from projections.cache.render_record import render_record
@@ -47,6 +48,7 @@ def analyse_records(
     *,
     renderings: Mapping[str, RenderedRequest] | None = None,
     earlier: Sequence[Finding] = (),
+    foreign: PrefixIndex | None = None,
 ) -> RecordsAnalysis:
     """Analyse a session's requests with its client records and boundary events.
 
@@ -54,15 +56,18 @@ def analyse_records(
     ``earlier``: findings met before the analysis (a stored request that could not be rebuilt);
     they come first in the findings. Each result's ``data["warnings"]`` lists the findings of
     its own request, as ``{"kind", "message"}``.
+    ``foreign``: prefixes other sessions of the same source wrote inside the TTL window (see
+    :mod:`projections.cache.cross_session`); ``data["read_from"]`` names the request that wrote
+    what a request reads, with its ``session`` when that is another session.
     """
     out = RecordsAnalysis(findings=list(earlier))
     credits, render_records = _client_records(records, events, out)
     ordered = sorted(records, key=_start_order)
     if any(r.body is not None for r in records):
-        results, rendered = _analyse_bodies(ordered, credits, out.findings, renderings or {})
+        results, rendered = _analyse_bodies(ordered, credits, out.findings, renderings or {}, foreign)
         _check_render_records(render_records, rendered, out.findings)
     else:
-        results = analyse_transcript(ordered, credits, events, out.findings)
+        results = analyse_transcript(ordered, credits, events, out.findings, foreign)
     out.results = sorted(results, key=lambda r: int(r.data["ordinal"]))
     note_provider_diagnoses(records, out.results, out.findings)
     _attach_warnings(out)
@@ -175,6 +180,7 @@ def _analyse_bodies(
     credits: Mapping[str, CreditRecord],
     findings: list[Finding],
     renderings: Mapping[str, RenderedRequest],
+    foreign: PrefixIndex | None,
 ) -> tuple[list[RequestResult], dict[str, RenderedRequest]]:
     usable: list[RequestRecord] = []
     for record in ordered:
@@ -190,7 +196,7 @@ def _analyse_bodies(
             )
             record = replace(record, body=None, line=None)
         usable.append(record)
-    analyses = analyse_lineage(usable, credits=credits, renderings=renderings)
+    analyses = analyse_lineage(usable, credits=credits, renderings=renderings, foreign=foreign)
     written: set[str] = set()
     by_key: dict[str, RequestAnalysis] = {}
     results: list[RequestResult] = []
@@ -239,6 +245,7 @@ def _body_result(
             else {"start": span.start, "old_end": span.old_end, "new_end": span.new_end},
         }
     data["previous"] = None if prev is None else {"ordinal": prev.ordinal, "key": prev.key}
+    data["read_from"] = read_from_json(analysis.read_from)
     data["label_detail"] = analysis.label_detail
     data["material"] = analysis.material
     rendered = analysis.rendered
@@ -255,6 +262,7 @@ def _body_result(
                 "tier": m.tier,
                 "identity": m.identity,
                 "prefix_tokens": m.prefix_tokens,
+                "prefix_hash": m.prefix_hash,
                 "ttl": m.ttl,
             }
             for m in render_record(rendered).markers

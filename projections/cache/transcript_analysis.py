@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from projections.cache.client_records import CreditRecord
+from projections.cache.cross_session import PrefixIndex, WriterRef, WrittenPrefix, read_from_json
 from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
 from projections.cache.providers import is_material
 from projections.cache.results import Finding, RequestResult, finding_of, rewritten_tokens
@@ -42,6 +43,10 @@ RULE_DETAILS = {
     ),
     "model-changed": "the model changed since the previous call: each model keeps its own cache",
     "ttl-expired": "more than the TTL passed since the previous call",
+    "cross-session": (
+        "the read equals exactly a prompt another session of the same source left cached inside the "
+        "TTL: a prefix shared across sessions (a compaction, a subagent, a parallel session)"
+    ),
 }
 """What each predictor rule means, shown beside the call's label."""
 
@@ -88,13 +93,16 @@ def analyse_transcript(
     credits: Mapping[str, CreditRecord],
     events: Sequence[EventRecord],
     findings: list[Finding],
+    foreign: PrefixIndex | None = None,
 ) -> list[RequestResult]:
     """Each request's result from its usage alone, in the order given (start order).
 
     ``events`` are the session's boundaries (see :func:`is_boundary`); the self-check warnings met
-    are appended to ``findings``.
+    are appended to ``findings``. ``foreign``: what other sessions of the source left cached; a
+    lineage's first call that reads exactly one of those prompts is predicted to read it.
     """
     predictions = _predictions(ordered, events)
+    crossed = _cross_session(ordered, predictions, foreign) if foreign else {}
     previous: dict[str, RequestRecord] = {}
     levels: dict[str, list[Level]] = {}
     results: list[RequestResult] = []
@@ -103,11 +111,44 @@ def analyse_transcript(
         prediction = predictions.get(record.key)
         earlier = levels.setdefault(record.model, [])
         result = _result(record, prev, prediction, credits.get(record.key), findings, earlier)
+        writer: WriterRef | None = None
+        if record.key in crossed:
+            writer = crossed[record.key].writer
+            result.data["label_detail"] = _cross_detail(record, crossed[record.key])
+        elif prediction is not None and prediction.rule == "carried" and prev is not None:
+            writer = WriterRef("", prev.key, prev.ordinal)
+        result.data["read_from"] = read_from_json(writer)
         results.append(result)
         if record.usage is not None:
             previous[record.lineage] = record
             earlier.extend(_levels(record, prediction))
     return results
+
+
+def _cross_session(
+    ordered: Sequence[RequestRecord], predictions: dict[str, TranscriptPrediction], foreign: PrefixIndex
+) -> dict[str, WrittenPrefix]:
+    """The first calls of lineages that read exactly a prompt another session left cached, with
+    that write; their predictions become the read (rule ``cross-session``)."""
+    out: dict[str, WrittenPrefix] = {}
+    for record in ordered:
+        prediction = predictions.get(record.key)
+        if prediction is None or prediction.rule != "first-call" or record.usage is None:
+            continue
+        write = foreign.size_read(record.model, record.usage.cache_read or 0, record.started_at)
+        if write is not None:
+            out[record.key] = write
+            predictions[record.key] = TranscriptPrediction(write.tokens, "cross-session")
+    return out
+
+
+def _cross_detail(record: RequestRecord, write: WrittenPrefix) -> str:
+    seconds = (record.started_at - write.written_at).total_seconds() if record.started_at else 0.0
+    return (
+        f"the read equals exactly the {write.tokens} tokens request #{write.writer.ordinal} of another "
+        f"session left cached {seconds:.0f} s before, inside the TTL: a prefix shared across sessions "
+        "(a compaction, a subagent, a parallel session)"
+    )
 
 
 def _levels(record: RequestRecord, prediction: TranscriptPrediction | None) -> list[Level]:

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import conversation
 
-PLACE = {"ordinal", "lineage", "model", "markers"}
+PLACE = {"ordinal", "lineage", "model", "markers", "read_from"}
 VERDICT = {
     "detail",
     "remedy",

@@ -191,3 +191,29 @@ def test_a_request_that_read_nothing_and_wrote_its_prompt_does_not_show_no_miss(
     assert ">cold write</span>" in page
     assert ">no miss</span>" not in page
     assert BADGE_MEANINGS["cold write"] in page
+
+
+@pytest.mark.django_db
+def test_a_read_of_another_sessions_prefix_links_the_request_that_wrote_it(viewer_client: Client) -> None:
+    source = Source.objects.create(name="laptop")
+    main = Session.objects.create(source=source, external_id="main", format="claude-code")
+    usage_row(main, 0, START, 0, 20_000)
+    writer = usage_row(main, 1, START + timedelta(minutes=1), 20_000, 5_000)
+    compaction = Session.objects.create(source=source, external_id="compact", format="claude-code")
+    usage_row(compaction, 0, START + timedelta(minutes=2), 25_000, 3_000)  # main's whole prompt, read
+    elsewhere = Session.objects.create(
+        source=Source.objects.create(name="server"), external_id="other", format="claude-code"
+    )
+    usage_row(elsewhere, 0, START + timedelta(minutes=2), 25_000, 3_000)
+
+    session_analyse(session_id=compaction.pk)
+    session_analyse(session_id=elsewhere.pk)
+    reader = Request.objects.get(session=compaction, ordinal=0)
+    page = viewer_client.get(reader.get_absolute_url()).content.decode()
+
+    assert reader.analysis.predicted_read == 25_000
+    assert reader.analysis.data["read_from"] == {"session": str(main.pk), "key": writer.key, "ordinal": 1}
+    assert f'href="{writer.get_absolute_url()}">request 1</a> of another session' in page
+    assert main.get_absolute_url() in page
+    # Another source's session shares no cache with it: nothing is read across.
+    assert Request.objects.get(session=elsewhere).analysis.data["read_from"] is None
