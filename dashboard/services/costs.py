@@ -10,7 +10,9 @@ after reading ``r`` laid the prefix out as ``[r, r + w1h)`` (1 hour) then ``[r +
 (5 minutes), since 1-hour breakpoints must precede 5-minute ones. The next request of the lineage
 reads ``r'``; it covers ``r' - r`` of those written tokens, 1-hour part first, but a part only
 counts as read while its entry lives: the 5-minute part if the next request starts within 5
-minutes, the 1-hour part within an hour (an unknown start time counts as within). Written tokens
+minutes, the 1-hour part within an hour (an unknown start time counts as within). The default
+bucket lives as long as the model's default lifetime in the provider rules: 5 minutes on Claude,
+30 minutes for the writes GPT-5.6 and later report as ``cache_write_tokens``. Written tokens
 not covered are wasted, and so is every write of a lineage's last request, which nothing reads.
 
 Re-written tokens: a request that reads less than the previous request of its lineage had cached
@@ -31,6 +33,7 @@ from typing import Any
 from django.db.models import Sum
 
 from dashboard.models import ModelPrice, Request, Session
+from projections import provider_rules
 
 MILLION = Decimal(1_000_000)
 ZERO = Decimal(0)
@@ -142,8 +145,19 @@ def usage_cost(*, tokens: Tokens, price: Price) -> Decimal:
     return micro / MILLION
 
 
+@lru_cache(maxsize=256)
+def default_write_lifetime(model: str) -> timedelta:
+    """How long a write of the default bucket lives for ``model``: its scheme's default lifetime in
+    the provider rules, 5 minutes for a model the rules do not know (the Anthropic default)."""
+    for rule in provider_rules.MODEL_RULES:
+        if rule.matches(model) and rule.mechanics.writes_per_request:
+            mechanics = rule.mechanics
+            return timedelta(seconds=mechanics.lifetimes[mechanics.default_lifetime])
+    return TTL_5M
+
+
 def _unread_writes(call: Call, following: Call | None) -> tuple[int, int]:
-    """The 1-hour and 5-minute written tokens of ``call`` that ``following`` did not read back."""
+    """The 1-hour and default-lifetime written tokens of ``call`` that ``following`` did not read back."""
     written_1h, written_5m = call.tokens.cache_write_1h, call.tokens.cache_write_5m
     if following is None:
         return written_1h, written_5m
@@ -154,7 +168,8 @@ def _unread_writes(call: Call, following: Call | None) -> tuple[int, int]:
     )
     covered = max(0, following.tokens.cache_read - call.tokens.cache_read)
     read_1h = min(written_1h, covered) if gap is None or gap <= TTL_1H else 0
-    read_5m = min(written_5m, max(0, covered - written_1h)) if gap is None or gap <= TTL_5M else 0
+    lifetime = default_write_lifetime(call.model) if call.model else TTL_5M
+    read_5m = min(written_5m, max(0, covered - written_1h)) if gap is None or gap <= lifetime else 0
     return written_1h - read_1h, written_5m - read_5m
 
 

@@ -21,6 +21,7 @@ from dashboard.services.costs import (
     usage_cost,
     usd,
 )
+from projections.usage import openai_responses_usage
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SONNET = Price(
@@ -244,3 +245,30 @@ def test_session_pages_and_the_overview_show_costs(viewer_client: Client) -> Non
     assert b"$0.00846" in listing.content
     overview = viewer_client.get(reverse("dashboard:overview"))
     assert b"$0.00846" in overview.content
+
+
+GPT_5_6 = Price("gpt-5.6", Decimal(5), Decimal(30), Decimal("6.25"), Decimal("6.25"), Decimal("0.5"))
+
+
+def test_gpt_5_6_cache_writes_cost_their_own_price_and_live_thirty_minutes() -> None:
+    # OpenAI's prompt-caching guide: GPT-5.6 writes cost 1.25x input, reported as cache_write_tokens,
+    # which the normalizer puts in the default write bucket; their ttl defaults to 30 minutes.
+    usage = openai_responses_usage(
+        {
+            "input_tokens": 8_000,
+            "output_tokens": 0,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 8_000},
+        }
+    )
+    assert usage.cache_write_5m == 8_000
+    tokens = Tokens(uncached_input=usage.uncached_input or 0, cache_write_5m=usage.cache_write_5m or 0)
+    assert usage_cost(tokens=tokens, price=GPT_5_6) == Decimal("0.05")  # 8000 * 6.25 / 1e6, not 8000 * 5
+    model = "gpt-5.6-sol"
+    kept = session_cost_of(
+        calls=[call(write_5m=8_000, model=model), call(read=8_000, at=20 * 60, model=model)], prices=[GPT_5_6]
+    )
+    assert kept.wasted_write_tokens == 0  # a Claude 5-minute write would have expired
+    lost = session_cost_of(
+        calls=[call(write_5m=8_000, model=model), call(read=8_000, at=31 * 60, model=model)], prices=[GPT_5_6]
+    )
+    assert lost.wasted_write_tokens == 8_000
