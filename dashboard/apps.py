@@ -11,3 +11,6 @@ class DashboardConfig(AppConfig):
         # The task modules register the work that follows each ingest (folds, analyses); import
         # them here so every process has them, whichever module it happens to load first.
         import dashboard.tasks  # noqa: F401
+        from dashboard import role_sync
+
+        role_sync.connect()

@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "dashboard.roles.NoRoleNoDataMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -154,6 +155,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CACHESCOPE_MAX_UPLOAD_BYTES = env_int("CACHESCOPE_MAX_UPLOAD_BYTES", 256 * 1024 * 1024, minimum=1)
 # The ingestion API refuses a body past this size, compressed as sent and again decompressed.
 CACHESCOPE_API_MAX_BYTES = env_int("CACHESCOPE_API_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# ... and past this many sessions, or event and request lines, in one body: a batch at the limits
+# is stored in a few seconds, well inside the web worker's timeout.
+CACHESCOPE_API_MAX_SESSIONS = env_int("CACHESCOPE_API_MAX_SESSIONS", 200, minimum=1)
+CACHESCOPE_API_MAX_RECORDS = env_int("CACHESCOPE_API_MAX_RECORDS", 50_000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024, minimum=1024)
 
 # Security defaults; TLS-only settings switch on with CACHESCOPE_TLS behind a TLS proxy.
