@@ -53,11 +53,24 @@ def test_a_system_edit_with_more_than_digits_is_not_timestamp_drift() -> None:
 
 
 def test_a_dropped_thinking_block_is_thinking_stripped() -> None:
+    # Opus 4.5 and later keep every earlier thinking block, so a client that drops one changes the prefix.
     history = conversation(4)
     history[1]["content"].insert(0, {"type": "thinking", "thinking": "hmm", "signature": "sig"})
     stripped = copy.deepcopy(history)
     stripped[1]["content"].pop(0)
-    assert classify(body(history), body(stripped)).label == "thinking-stripped"
+    opus = "claude-opus-4-6"
+    assert classify(body(history, model=opus), body(stripped, model=opus)).label == "thinking-stripped"
+
+
+def test_dropping_an_earlier_turns_thinking_changes_nothing_on_a_model_that_strips_it_itself() -> None:
+    # Sonnet 4 keeps only the last assistant turn's thinking (extended-thinking guide).
+    history = conversation(4)
+    history[1]["content"].insert(0, {"type": "thinking", "thinking": "hmm", "signature": "sig"})
+    stripped = copy.deepcopy(history)
+    stripped[1]["content"].pop(0)
+    prev = render_request("anthropic", "messages", body(history))
+    cur = render_request("anthropic", "messages", body(stripped))
+    assert prev.prefix_hashes == cur.prefix_hashes
 
 
 def test_the_same_text_under_another_role_is_reserialized() -> None:
