@@ -13,7 +13,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from dashboard.services.api_ingest import BodyRejected, api_ingest, body_read
+from dashboard.services.api_ingest import BatchLimits, BodyRejected, Readable, api_ingest, body_read
 from dashboard.services.followups import broker_reachable
 from dashboard.services.tokens import token_authenticate
 
@@ -45,6 +45,20 @@ def _content_length(request: HttpRequest) -> int | None:
         return None
 
 
+def _body_stream(request: HttpRequest, content_length: int | None) -> Readable:
+    """Where the body is read from: the request, or the server's input for a chunked body.
+
+    Django reads a body without ``Content-Length`` as empty. A chunked body has none, so it is read
+    from the WSGI input, which the server de-chunks and ends at the last chunk; the byte limit is
+    enforced while it is read, as for any body.
+    """
+    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if content_length is None and chunked and "wsgi.input" in request.META:
+        stream: Readable = request.META["wsgi.input"]
+        return stream
+    return request
+
+
 @csrf_exempt
 @login_not_required
 def ingest(request: HttpRequest) -> JsonResponse:
@@ -66,14 +80,15 @@ def ingest(request: HttpRequest) -> JsonResponse:
         response["Retry-After"] = str(BROKER_RETRY_AFTER_SECONDS)
         return response
     try:
+        content_length = _content_length(request)
         body = body_read(
-            stream=request,
-            content_length=_content_length(request),
+            stream=_body_stream(request, content_length),
+            content_length=content_length,
             content_encoding=request.headers.get("Content-Encoding", ""),
             max_bytes=settings.CACHESCOPE_API_MAX_BYTES,
         )
         with body:
-            result = api_ingest(body=body, source=token.source)
+            result = api_ingest(body=body, source=token.source, limits=BatchLimits.from_settings())
     except BodyRejected as rejected:
         return _error(rejected.status, rejected.message)
     answer = result.as_dict()

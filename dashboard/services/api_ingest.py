@@ -11,7 +11,10 @@ Body lines (DESIGN §4, §8):
   provider's request or message id, else a digest of the line, so a resent line is a duplicate.
 
 A session may be split over several bodies; each body must repeat the session's header line before
-its events. Every session is stored in its own transaction, so a body commits session by session.
+its events. A body is committed once, each session in its own savepoint, so a bad session is rolled
+back alone. Each line is decoded as a file's line is (:func:`decode_storable`: nesting, NUL, lone
+surrogates), and a body is refused with 413 once it holds more sessions or records than
+:class:`BatchLimits` allows, so no batch outlives the worker's timeout.
 """
 
 from __future__ import annotations
@@ -24,16 +27,27 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
+from django.conf import settings
 from django.db import transaction
 
 from dashboard.models import Source
 from dashboard.services.blocks import BlockStore
+from dashboard.services.db_retry import retrying
 from dashboard.services.ingest import IngestSummary, ingest_session, link_parents
 from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, parse_capture_record
 from projections.formats.dsh import FORMAT as DSH_FORMAT
 from projections.formats.dsh import decode_record, is_known_event_type, parse_header
 from projections.formats.exchanges import BadRecord
-from projections.normalized import EventRecord, FormatError, Lineage, LineError, RequestRecord, SessionImport
+from projections.formats.storable import TooDeep, decode_storable
+from projections.normalized import (
+    EventRecord,
+    FormatError,
+    Lineage,
+    LineError,
+    LineNotice,
+    RequestRecord,
+    SessionImport,
+)
 from projections.usage import UsageError, normalize_usage
 
 BODY = "body"
@@ -47,6 +61,19 @@ LINEAGES: tuple[Lineage, ...] = ("main", "subagent", "side")
 
 class Readable(Protocol):
     def read(self, size: int = ..., /) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """The most one request may carry; a body past either is refused with 413 (docs/api.md)."""
+
+    sessions: int
+    records: int
+    """Event lines (a packed row counts its members) and request lines together."""
+
+    @classmethod
+    def from_settings(cls) -> BatchLimits:
+        return cls(sessions=settings.CACHESCOPE_API_MAX_SESSIONS, records=settings.CACHESCOPE_API_MAX_RECORDS)
 
 
 class BodyRejected(Exception):
@@ -142,6 +169,7 @@ class ApiIngestResult:
     errors: list[LineError]
     sessions: list[str]
     analysis_pending: bool = False
+    notices: list[LineNotice] = field(default_factory=list)
 
     @property
     def accepted(self) -> int:
@@ -160,19 +188,40 @@ class ApiIngestResult:
             ],
             "analysis": "pending" if self.analysis_pending else "queued",
         }
+        if self.notices:
+            answer["notices"] = [
+                {"line": n.line, "field": n.field, "message": n.reason}
+                for n in self.notices[:MAX_REPORTED_ERRORS]
+            ]
         if len(errors) > MAX_REPORTED_ERRORS:
             answer["errors_truncated"] = len(errors) - MAX_REPORTED_ERRORS
         return answer
 
 
-def api_ingest(*, body: IO[bytes], source: Source) -> ApiIngestResult:
+def api_ingest(*, body: IO[bytes], source: Source, limits: BatchLimits | None = None) -> ApiIngestResult:
     """Store every session of an NDJSON ``body`` for ``source``.
 
-    Raises :class:`BodyRejected` (400) when no line of the body is a JSON object. A broker that is
-    down when the follow-ups are enqueued does not lose data: the sessions are committed first, the
-    result says ``analysis_pending``, and the next ingest of the same session enqueues again.
+    Raises :class:`BodyRejected` (400) when no line of the body is a JSON object, and (413) when it
+    holds more than ``limits`` (the settings' by default). A broker that is down when the follow-ups
+    are enqueued does not lose data: the sessions are committed first, the result says
+    ``analysis_pending``, and the next ingest of the same session enqueues again.
     """
-    pending, errors = _read_body(body, f"api/{source.name}")
+    read = _read_body(body, f"api/{source.name}", limits or BatchLimits.from_settings())
+    # Sessions are written in the order of their ids, so two batches that share sessions lock them in
+    # the same order and cannot deadlock; a wait nobody ordered is retried as a whole batch.
+    pending = sorted(read.sessions, key=lambda s: s.imported.external_id)
+    summary = retrying(lambda: _store(pending, source))
+    return ApiIngestResult(
+        summary=summary,
+        errors=read.errors + summary.errors,
+        sessions=[s.imported.external_id for s in pending],
+        analysis_pending=bool(summary.followups_pending),
+        notices=read.notices + summary.notices,
+    )
+
+
+def _store(pending: list[_PendingSession], source: Source) -> IngestSummary:
+    """Write the sessions in one transaction, each in its own savepoint; a retry starts afresh."""
     summary = IngestSummary()
     blocks = BlockStore()
     # One commit for the whole batch: each session is still its own savepoint, so a bad one is
@@ -182,31 +231,37 @@ def api_ingest(*, body: IO[bytes], source: Source) -> ApiIngestResult:
             session.imported.items = iter(session.items)
             ingest_session(session.imported, source=source, summary=summary, blocks=blocks)
         link_parents(source)
-    analysis_pending = bool(summary.followups_pending)
-    return ApiIngestResult(
-        summary=summary,
-        errors=errors + summary.errors,
-        sessions=[s.imported.external_id for s in pending],
-        analysis_pending=analysis_pending,
-    )
+    return summary
 
 
-def _read_body(body: IO[bytes], path: str) -> tuple[list[_PendingSession], list[LineError]]:
+@dataclass
+class _ReadBody:
+    sessions: list[_PendingSession]
+    errors: list[LineError]
+    notices: list[LineNotice]
+
+
+def _read_body(body: IO[bytes], path: str, limits: BatchLimits) -> _ReadBody:
     sessions: dict[str, _PendingSession] = {}
     errors: list[LineError] = []
+    notices: list[LineNotice] = []
     current: _PendingSession | None = None
     objects = 0
+    records = 0
     first_problem = ""
     for number, raw in enumerate(body, start=1):
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
-        except ValueError as error:
-            reason = f"not JSON: {error}"
-            errors.append(LineError(BODY, number, "line", reason))
+            decoded = decode_storable(raw)
+        except (ValueError, TooDeep) as error:
+            reason = f"not JSON: {error}" if not isinstance(error, TooDeep) else str(error)
+            errors.append(LineError(BODY, number, "json" if isinstance(error, TooDeep) else "line", reason))
             first_problem = first_problem or f"line {number}: {reason}"
             continue
+        value = decoded.value
+        if decoded.repaired:
+            notices.append(LineNotice(BODY, number, "json", decoded.repaired))
         if not isinstance(value, dict):
             reason = f"expected a JSON object, got {type(value).__name__}"
             errors.append(LineError(BODY, number, "line", reason))
@@ -218,6 +273,7 @@ def _read_body(body: IO[bytes], path: str) -> tuple[list[_PendingSession], list[
             current = _start_session(sessions, value, number, path, errors)
         elif kind == "request":
             _add_request(sessions, current, value, number, path, errors)
+            records += 1
         elif current is None:
             errors.append(
                 LineError(
@@ -228,10 +284,26 @@ def _read_body(body: IO[bytes], path: str) -> tuple[list[_PendingSession], list[
                 )
             )
         else:
-            _add_events(current, value, number, errors)
+            records += _add_events(current, value, number, errors)
+        _check_limits(len(sessions), records, number, limits)
     if not objects:
         raise BodyRejected(400, f"body is not NDJSON: {first_problem or 'it is empty'}")
-    return list(sessions.values()), errors
+    return _ReadBody(list(sessions.values()), errors, notices)
+
+
+def _check_limits(sessions: int, records: int, number: int, limits: BatchLimits) -> None:
+    if sessions > limits.sessions:
+        raise BodyRejected(
+            413,
+            f"line {number}: the batch holds more than {limits.sessions} sessions, the limit per request; "
+            "send smaller batches",
+        )
+    if records > limits.records:
+        raise BodyRejected(
+            413,
+            f"line {number}: the batch holds more than {limits.records} events and requests, the limit "
+            "per request; send smaller batches",
+        )
 
 
 def _start_session(
@@ -264,9 +336,8 @@ def _start_session(
     return pending
 
 
-def _add_events(
-    pending: _PendingSession, value: dict[str, Any], number: int, errors: list[LineError]
-) -> None:
+def _add_events(pending: _PendingSession, value: dict[str, Any], number: int, errors: list[LineError]) -> int:
+    """Decode one event line into ``pending``; return how many events it held."""
     try:
         events = decode_record(value, number)
     except ValueError as bad:
@@ -274,7 +345,7 @@ def _add_events(
         errors.append(
             LineError(BODY, number, getattr(bad, "field", "line"), getattr(bad, "reason", str(bad)))
         )
-        return
+        return 0
     imported = pending.imported
     for event in events:
         if not event.ignorable and not is_known_event_type(event.type) and not imported.unfoldable:
@@ -282,6 +353,7 @@ def _add_events(
         if event.time is not None and (imported.ended_at is None or event.time > imported.ended_at):
             imported.ended_at = event.time
         pending.items.append(event)
+    return len(events)
 
 
 def _add_request(

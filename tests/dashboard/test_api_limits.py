@@ -1,0 +1,258 @@
+"""The ingestion API under hostile and oversized bodies: each bad value is a line error naming its line
+and field, the good sessions of the batch are stored, and a batch past the limits is refused with 413."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from typing import Any
+
+import psycopg.errors
+import pytest
+from django.db import OperationalError, close_old_connections, connection
+from django.test import Client
+from django.test.utils import override_settings
+
+from dashboard.models import Event, Session, Source
+from dashboard.services.db_retry import is_retryable, retrying
+from dashboard.services.tokens import token_create
+from projections.formats.limits import MAX_SEQ
+from tests.dashboard.logs import dsh_lines
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/ingest"
+
+
+@pytest.fixture
+def secret() -> str:
+    source = Source.objects.create(name="farm")
+    _token, value = token_create(source=source, name="host-1", created_by=None)
+    return value
+
+
+def ndjson(lines: list[Any]) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def post(client: Client, secret: str, body: bytes) -> Any:
+    return client.post(
+        URL, data=body, content_type="application/x-ndjson", headers={"Authorization": f"Bearer {secret}"}
+    )
+
+
+def _with(lines: list[dict[str, Any]], index: int, **change: Any) -> list[dict[str, Any]]:
+    lines = list(lines)
+    lines[index] = {**lines[index], **change}
+    return lines
+
+
+def _errors(response: Any, field: str) -> list[dict[str, Any]]:
+    return [e for e in response.json()["errors"] if e["field"] == field]
+
+
+def test_a_short_body_with_a_huge_source_range_is_a_line_error_answered_at_once(
+    client: Client, secret: str
+) -> None:
+    header, first = dsh_lines("wide", turns=1)[:2]
+    body = ndjson([header, {**first, "sourceEventSeqs": [[0, 10_000_000]]}])
+    started = time.monotonic()
+    response = post(client, secret, body)
+    assert time.monotonic() - started < 5
+    assert response.status_code == 200
+    (error,) = _errors(response, "sourceEventSeqs")
+    assert error["line"] == 2
+
+
+def test_a_line_nested_too_deep_is_a_line_error_and_the_good_session_is_stored(
+    client: Client, secret: str
+) -> None:
+    deep = b'{"type": "user/message", "seq": 1, "time": 0, "data": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    body = ndjson(dsh_lines("good", turns=1)) + ndjson(dsh_lines("deep", turns=1)[:2]) + deep
+    response = post(client, secret, body)
+    assert response.status_code == 200
+    (error,) = _errors(response, "json")
+    assert "nested" in error["message"]
+    assert Event.objects.filter(session__external_id="good").count() == 3
+    assert Event.objects.filter(session__external_id="deep").count() == 1
+
+
+def test_nul_and_lone_surrogates_are_replaced_with_a_notice_and_every_session_is_stored(
+    client: Client, secret: str
+) -> None:
+    nul_title = _with(dsh_lines("nul", turns=1), 0, title="a\u0000b")
+    body = ndjson(nul_title) + ndjson(dsh_lines("surrogate", turns=1)).replace(b"question 1", b"q \\ud800")
+    body += ndjson(dsh_lines("plain", turns=1))
+    response = post(client, secret, body)
+    assert response.status_code == 200
+    assert response.json()["errors"] == []
+    assert {n["field"] for n in response.json()["notices"]} == {"json"}
+    assert Session.objects.get(external_id="nul").title == "a\ufffdb"
+    assert set(Session.objects.values_list("external_id", flat=True)) == {"nul", "surrogate", "plain"}
+
+
+def test_a_seq_past_the_column_is_a_line_error_and_the_rest_is_stored(client: Client, secret: str) -> None:
+    lines = dsh_lines("big", turns=1)
+    body = ndjson([*lines, {**lines[-1], "seq": MAX_SEQ + 1}]) + ndjson(dsh_lines("other", turns=1))
+    response = post(client, secret, body)
+    assert response.status_code == 200
+    (error,) = _errors(response, "seq")
+    assert error["line"] == len(lines) + 1
+    assert str(MAX_SEQ) in error["message"]
+    assert Event.objects.filter(session__external_id="big").count() == len(lines) - 1
+    assert Session.objects.filter(external_id="other").exists()
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "field"),
+    [
+        (0, {"createdAt": "0001-01-01T00:00:00+05:00"}, "createdAt"),
+        (1, {"time": "9999-12-31T23:59:00-05:00"}, "time"),
+    ],
+)
+def test_a_time_outside_the_datetime_range_after_its_offset_is_a_line_error(
+    client: Client, secret: str, index: int, change: dict[str, Any], field: str
+) -> None:
+    body = ndjson(_with(dsh_lines("odd-time", turns=1), index, **change)) + ndjson(dsh_lines("fine", turns=1))
+    response = post(client, secret, body)
+    assert response.status_code == 200
+    (error,) = _errors(response, field)
+    assert error["line"] == index + 1
+    assert Session.objects.filter(external_id="fine").exists()
+
+
+@override_settings(CACHESCOPE_API_MAX_SESSIONS=3)
+def test_a_batch_of_more_sessions_than_the_limit_is_refused_with_413_and_nothing_stored(
+    client: Client, secret: str
+) -> None:
+    body = b"".join(ndjson(dsh_lines(f"s{i}", turns=1)) for i in range(4))
+    response = post(client, secret, body)
+    assert response.status_code == 413
+    assert "3 sessions" in response.json()["error"]
+    assert not Session.objects.exists()
+    assert (
+        post(client, secret, b"".join(ndjson(dsh_lines(f"s{i}", turns=1)) for i in range(3))).status_code
+        == 200
+    )
+
+
+@override_settings(CACHESCOPE_API_MAX_RECORDS=5)
+def test_a_batch_of_more_events_than_the_limit_is_refused_with_413(client: Client, secret: str) -> None:
+    response = post(client, secret, ndjson(dsh_lines("long", turns=3)))
+    assert response.status_code == 413
+    assert "5 events" in response.json()["error"]
+    assert not Session.objects.exists()
+
+
+def test_a_chunked_body_without_content_length_is_read(client: Client, secret: str) -> None:
+    body = ndjson(dsh_lines("chunked", turns=1))
+    response = client.generic(
+        "POST",
+        URL,
+        data=b"",
+        content_type="application/x-ndjson",
+        headers={"Authorization": f"Bearer {secret}", "Transfer-Encoding": "chunked"},
+        **{"wsgi.input": io.BytesIO(body)},
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["events"] == 3
+
+
+@override_settings(CACHESCOPE_API_MAX_BYTES=2048)
+def test_a_chunked_body_past_the_byte_limit_is_refused_while_read(client: Client, secret: str) -> None:
+    body = ndjson(dsh_lines("chunked", turns=40))
+    assert len(body) > 2048
+    response = client.generic(
+        "POST",
+        URL,
+        data=b"",
+        content_type="application/x-ndjson",
+        headers={"Authorization": f"Bearer {secret}", "Transfer-Encoding": "chunked"},
+        **{"wsgi.input": io.BytesIO(body)},
+    )
+    assert response.status_code == 413
+    assert not Session.objects.exists()
+
+
+def test_sessions_are_written_in_the_order_of_their_ids_whatever_the_body_order(
+    client: Client, secret: str
+) -> None:
+    names = ["zeta", "alpha", "mu"]
+    response = post(client, secret, b"".join(ndjson(dsh_lines(name, turns=1)) for name in names))
+    assert response.status_code == 200
+    assert list(Session.objects.order_by("pk").values_list("external_id", flat=True)) == sorted(names)
+
+
+def _deadlock() -> OperationalError:
+    error = OperationalError("deadlock detected")
+    error.__cause__ = psycopg.errors.DeadlockDetected("deadlock detected")
+    return error
+
+
+def test_a_deadlocked_transaction_is_run_again_and_other_errors_are_not() -> None:
+    calls: list[int] = []
+    waits: list[float] = []
+
+    def work() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise _deadlock()
+        return "stored"
+
+    assert retrying(work, sleep=waits.append) == "stored"
+    assert len(calls) == 3
+    assert len(waits) == 2
+    assert is_retryable(_deadlock())
+    assert not is_retryable(OperationalError("no such table"))
+
+    def broken() -> None:
+        calls.append(1)
+        raise OperationalError("no such table")
+
+    calls.clear()
+    with pytest.raises(OperationalError, match="no such table"):
+        retrying(broken, sleep=waits.append)
+    assert len(calls) == 1
+
+
+def test_a_deadlock_that_persists_is_raised_after_the_last_attempt() -> None:
+    calls: list[int] = []
+
+    def work() -> None:
+        calls.append(1)
+        raise _deadlock()
+
+    with pytest.raises(OperationalError):
+        retrying(work, attempts=3, sleep=lambda _s: None)
+    assert len(calls) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_holding_the_same_sessions_in_opposite_orders_all_succeed() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and deadlocks need PostgreSQL")
+    source = Source.objects.create(name="farm")
+    _token, secret = token_create(source=source, name="host-1", created_by=None)
+    names = [f"shared-{i}" for i in range(12)]
+    statuses: list[int] = []
+    start = threading.Barrier(8)
+
+    def send(index: int) -> None:
+        order = names if index % 2 else list(reversed(names))
+        lines = [dsh_lines(name, turns=2 + index) for name in order]
+        body = b"".join(ndjson(session) for session in lines)
+        try:
+            start.wait()
+            statuses.append(post(Client(), secret, body).status_code)
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert statuses == [200] * 8
+    assert Session.objects.filter(external_id__in=names).count() == len(names)
