@@ -7,9 +7,10 @@ eviction on the provider's side. Instead of claiming either, the analysis lists 
 figures are consistent with, the best-supported first:
 
 1. ``fell-to-level``: the read equals exactly a level an earlier call of the session read or left
-   cached. A provider does not evict to a round earlier prefix; a read landing on one says the
-   prefix up to there was intact and the bytes changed right after it (the system + tools level
-   when that level is the lineage's static prefix) — a change on the client side.
+   cached (the system + tools level when that level is the lineage's static prefix). The entries up
+   to there were read back and nothing after them matched: what a client-side change right after
+   that point gives. An eviction of only the later entries would give it too, so it is the first
+   candidate, not a verdict.
 2. ``ttl-gap``: the gap since the previous call is close to the TTL, so the entry may have expired
    on the provider's clock before the call arrived.
 3. ``bytes-changed``: something in the prompt the transcript does not show changed (the system
@@ -78,8 +79,8 @@ def miss_candidates(
             Candidate(
                 "fell-to-level",
                 f"the read, {reported_read} tokens, equals exactly what call #{level.ordinal} "
-                f"{'read' if level.what == 'read' else 'left cached'} ({where}): the prefix up to there "
-                "was intact and the bytes changed right after it, on the client side",
+                f"{'read' if level.what == 'read' else 'left cached'} ({where}): read back up to there "
+                "and nothing after, as a client-side change right after it gives",
             )
         )
     if gap_seconds is not None and gap_seconds > TTL_GAP_SHARE * ttl_seconds:
