@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from projections.cache.client_records import CreditRecord
-from projections.cache.cross_session import PrefixIndex, WriterRef, WrittenPrefix, read_from_json
+from projections.cache.cross_session import (
+    PrefixIndex,
+    WriterRef,
+    WrittenPrefix,
+    read_from_json,
+    transcript_writes,
+)
 from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
 from projections.cache.providers import is_material
 from projections.cache.results import Finding, RequestResult, finding_of, rewritten_tokens
@@ -46,6 +52,9 @@ RULE_DETAILS = {
     "cross-session": (
         "the read equals exactly a prompt another session of the same source left cached inside the "
         "TTL: a prefix shared across sessions (a compaction, a subagent, a parallel session)"
+    ),
+    "cross-lineage": (
+        "the read equals exactly a prompt another lineage of this session left cached inside the TTL"
     ),
 }
 """What each predictor rule means, shown beside the call's label."""
@@ -102,7 +111,7 @@ def analyse_transcript(
     lineage's first call that reads exactly one of those prompts is predicted to read it.
     """
     predictions = _predictions(ordered, events)
-    crossed = _cross_session(ordered, predictions, foreign) if foreign else {}
+    crossed = _shared_reads(ordered, predictions, foreign or PrefixIndex())
     previous: dict[str, RequestRecord] = {}
     levels: dict[str, list[Level]] = {}
     results: list[RequestResult] = []
@@ -114,7 +123,7 @@ def analyse_transcript(
         writer: WriterRef | None = None
         if record.key in crossed:
             writer = crossed[record.key].writer
-            result.data["label_detail"] = _cross_detail(record, crossed[record.key])
+            result.data["label_detail"] = _shared_detail(record, crossed[record.key])
         elif prediction is not None and prediction.rule == "carried" and prev is not None:
             writer = WriterRef("", prev.key, prev.ordinal)
         result.data["read_from"] = read_from_json(writer)
@@ -125,29 +134,55 @@ def analyse_transcript(
     return results
 
 
-def _cross_session(
+def _shared_reads(
     ordered: Sequence[RequestRecord], predictions: dict[str, TranscriptPrediction], foreign: PrefixIndex
 ) -> dict[str, WrittenPrefix]:
-    """The first calls of lineages that read exactly a prompt another session left cached, with
-    that write; their predictions become the read (rule ``cross-session``)."""
+    """The first calls of lineages that read exactly a prompt another lineage of this session or
+    another session left cached, with that write (the latest one); their predictions become the
+    read, by rule ``cross-lineage`` or ``cross-session``."""
+    mine: dict[str, list[WrittenPrefix]] = {}
+    for record in ordered:
+        usage = record.usage
+        if usage is None:
+            continue
+        writer = WriterRef("", record.key, record.ordinal)
+        mine.setdefault(record.lineage, []).extend(
+            transcript_writes(
+                writer,
+                record.model,
+                record.started_at,
+                usage.cache_read,
+                usage.cache_write_5m,
+                usage.cache_write_1h,
+            )
+        )
+    lineages = {lineage: PrefixIndex.of(writes) for lineage, writes in mine.items()}
     out: dict[str, WrittenPrefix] = {}
     for record in ordered:
         prediction = predictions.get(record.key)
         if prediction is None or prediction.rule != "first-call" or record.usage is None:
             continue
-        write = foreign.size_read(record.model, record.usage.cache_read or 0, record.started_at)
-        if write is not None:
+        indexes = [foreign, *(index for lineage, index in lineages.items() if lineage != record.lineage)]
+        found = [
+            index.size_read(record.model, record.usage.cache_read or 0, record.started_at)
+            for index in indexes
+        ]
+        writes = [write for write in found if write is not None and write.writer.key != record.key]
+        if writes:
+            write = max(writes, key=lambda w: w.written_at)
             out[record.key] = write
-            predictions[record.key] = TranscriptPrediction(write.tokens, "cross-session")
+            rule = "cross-session" if write.writer.session else "cross-lineage"
+            predictions[record.key] = TranscriptPrediction(write.tokens, rule)
     return out
 
 
-def _cross_detail(record: RequestRecord, write: WrittenPrefix) -> str:
+def _shared_detail(record: RequestRecord, write: WrittenPrefix) -> str:
     seconds = (record.started_at - write.written_at).total_seconds() if record.started_at else 0.0
+    where = "of another session" if write.writer.session else "of another lineage of this session"
     return (
-        f"the read equals exactly the {write.tokens} tokens request #{write.writer.ordinal} of another "
-        f"session left cached {seconds:.0f} s before, inside the TTL: a prefix shared across sessions "
-        "(a compaction, a subagent, a parallel session)"
+        f"the read equals exactly the {write.tokens} tokens request #{write.writer.ordinal} {where} "
+        f"left cached {seconds:.0f} s before, inside the TTL: a prefix shared with a compaction, a "
+        "subagent or a parallel session"
     )
 
 

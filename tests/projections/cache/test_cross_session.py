@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from projections.cache.cross_session import PrefixIndex, WriterRef, session_writes, transcript_writes
@@ -81,3 +82,18 @@ def test_a_read_inside_the_session_names_its_own_writer_without_a_session() -> N
     results = analyse_records(main_session()).results
 
     assert results[1].data["read_from"] == {"session": None, "key": "m0", "ordinal": 0}
+
+
+def test_a_summarizer_call_of_another_lineage_reads_the_main_chain_of_its_own_session() -> None:
+    summarizer = replace(call("s0", 3, 150, 25_000, 900), lineage="side")
+    results = analyse_records([*main_session(), summarizer]).results
+
+    assert results[3].predicted_read == 25_000
+    assert results[3].data["rule"] == "cross-lineage"
+    assert results[3].data["read_from"] == {"session": None, "key": "m2", "ordinal": 2}
+
+
+def test_a_first_call_that_reads_nothing_another_lineage_wrote_stays_unpredicted() -> None:
+    stranger = replace(call("s0", 3, 150, 12_345, 900), lineage="side")
+
+    assert analyse_records([*main_session(), stranger]).results[3].predicted_read is None
