@@ -11,11 +11,13 @@ figures are consistent with, the best-supported first:
    to there were read back and nothing after them matched: what a client-side change right after
    that point gives. An eviction of only the later entries would give it too, so it is the first
    candidate, not a verdict.
-2. ``ttl-gap``: the gap since the previous call is close to the TTL, so the entry may have expired
+2. ``client-updated``: the client's version changed since the previous call; a new release sends
+   its own system prompt and tool definitions.
+3. ``ttl-gap``: the gap since the previous call is close to the TTL, so the entry may have expired
    on the provider's clock before the call arrived.
-3. ``bytes-changed``: something in the prompt the transcript does not show changed (the system
+4. ``bytes-changed``: something in the prompt the transcript does not show changed (the system
    prompt, a tool definition, an edited or cleared message, a client update).
-4. ``provider-side``: the prefix was identical and the provider evicted or routed it elsewhere.
+5. ``provider-side``: the prefix was identical and the provider evicted or routed it elsewhere.
 
 The last two are always listed: without the bytes neither can be excluded.
 """
@@ -63,12 +65,17 @@ class Candidate:
 
 
 def miss_candidates(
-    reported_read: int, levels: Sequence[Level], gap_seconds: float | None, ttl_seconds: float
+    reported_read: int,
+    levels: Sequence[Level],
+    gap_seconds: float | None,
+    ttl_seconds: float,
+    versions: tuple[str, str] = ("", ""),
 ) -> list[Candidate]:
     """The causes a usage-only miss is consistent with, the best-supported first.
 
     ``levels`` are the earlier levels of the session, oldest first; ``gap_seconds`` the time since
-    the previous call of the lineage (``None`` when a start time is missing).
+    the previous call of the lineage (``None`` when a start time is missing); ``versions`` the
+    client versions of the previous call and this one (empty where the source does not say).
     """
     out: list[Candidate] = []
     matches = [level for level in levels if level.tokens == reported_read and reported_read > 0]
@@ -82,6 +89,11 @@ def miss_candidates(
                 f"{'read' if level.what == 'read' else 'left cached'} ({where}): read back up to there "
                 "and nothing after, as a client-side change right after it gives",
             )
+        )
+    before, now = versions
+    if before and now and before != now:
+        out.append(
+            Candidate("client-updated", f"the client changed from {before} to {now} since the previous call")
         )
     if gap_seconds is not None and gap_seconds > TTL_GAP_SHARE * ttl_seconds:
         out.append(

@@ -269,7 +269,8 @@ def _result(
     detail = transcript_detail(rule)
     candidates: list[JSON] = []
     if label == "unexplained" and usage is not None and read is not None and prev is not None:
-        found = miss_candidates(usage.cache_read or 0, levels, _gap(prev, record), _ttl(prev))
+        versions = (prev.client_version, record.client_version)
+        found = miss_candidates(usage.cache_read or 0, levels, _gap(prev, record), _ttl(prev), versions)
         candidates = [c.to_json() for c in found]
         detail = candidates_detail(usage.cache_read or 0, read, found)
         findings.append(

@@ -50,8 +50,9 @@ LABEL_REMEDIES = {
     ),
     "partial-hit": "Only an older entry was readable: check which breakpoint the previous request wrote.",
     "unexplained": (
-        "The bytes were unchanged and the entry alive, so the provider evicted or routed it: watch "
-        "whether it repeats, and turn on the provider's cache diagnostics to see its own reason."
+        "The bytes allow more than the provider read and the entry should still have been alive: what "
+        "remains is eviction or routing on the provider's side; watch whether it repeats, and turn on "
+        "the provider's cache diagnostics to see its own reason."
     ),
     "model-changed": (
         "Each model keeps its own cache; keep one model per lineage, or send side calls to another "

@@ -3,6 +3,7 @@ never call a cold write "no miss", and one meaning per label."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from projections.cache.analysis import Figures
@@ -51,6 +52,16 @@ def test_a_gap_close_to_the_ttl_is_a_candidate_but_a_short_one_is_not() -> None:
 
     assert [c.cause for c in near] == ["ttl-gap", "bytes-changed", "provider-side"]
     assert [c.cause for c in short] == ["bytes-changed", "provider-side"]
+
+
+def test_a_client_update_between_the_calls_is_ranked_before_the_causes_nothing_shows() -> None:
+    records = [call("c0", 0, 0, 0, 20_000), call("c1", 1, 30, 5_000, 16_000)]
+    records = [replace(records[0], client_version="2.1.38"), replace(records[1], client_version="2.1.39")]
+    result = analyse_records(records).results[1]
+
+    causes = [c["cause"] for c in result.data["candidates"]]
+    assert causes == ["client-updated", "bytes-changed", "provider-side"]
+    assert "2.1.38 to 2.1.39" in result.data["candidates"][0]["evidence"]
 
 
 def test_a_read_of_no_earlier_level_is_not_called_a_fall_to_one() -> None:
