@@ -20,8 +20,9 @@ from projections.provider_rules import MECHANICS, ModelRule, Scheme, model_rule
 
 Family = Literal["anthropic", "openai", "deepseek", "gemini"]
 
-TTL_SECONDS = dict(MECHANICS["anthropic-breakpoints"].lifetimes)
-"""Anthropic cache lifetimes, refreshed by every read (Anthropic prompt caching docs, "Cache lifetime")."""
+TTL_SECONDS = {**MECHANICS["anthropic-breakpoints"].lifetimes, **MECHANICS["openai-breakpoints"].lifetimes}
+"""Lifetime of a breakpoint's entry by the ttl it names: Anthropic's ``5m`` and ``1h``, refreshed by
+every read (prompt caching docs, "Cache lifetime"), and OpenAI's ``30m`` and ``12h``."""
 
 MATERIAL_SHARE = 0.05
 MATERIAL_TOKENS = 2_000

@@ -229,12 +229,26 @@ def _lookback_groups(kinds: list[str]) -> list[int]:
     return groups
 
 
-def _ttl(control: JSON, default: str = "5m") -> str:
-    """The lifetime a marker asks for: Anthropic's ``1h`` or an OpenAI breakpoint's own ``ttl``."""
+def _ttl(control: JSON) -> str:
+    """The lifetime an Anthropic ``cache_control`` asks for: ``1h``, or the default ``5m``."""
+    if isinstance(control, dict) and control.get("ttl") == "1h":
+        return "1h"
+    return "5m"
+
+
+_OPENAI_TTLS = frozenset({"30m", "12h"})
+"""Lifetimes an OpenAI breakpoint may name: ``30m`` (the default) and Azure's ``12h``."""
+
+
+def _marker_ttl(raw: JSON, request_ttl: str) -> str:
+    """The lifetime of the breakpoint on unit ``raw``: its ``cache_control`` ttl, or an OpenAI
+    ``prompt_cache_breakpoint``'s own ``ttl``, else the request's ``prompt_cache_options.ttl``."""
+    assert isinstance(raw, dict)
+    if "cache_control" in raw:
+        return _ttl(raw["cache_control"])
+    control = raw["prompt_cache_breakpoint"]
     ttl = control.get("ttl") if isinstance(control, dict) else None
-    if ttl == "1h" or (default != "5m" and isinstance(ttl, str)):
-        return ttl
-    return default
+    return ttl if isinstance(ttl, str) and ttl in _OPENAI_TTLS else request_ttl
 
 
 def _message_id(message: Mapping[str, JSON]) -> str | None:
@@ -306,8 +320,8 @@ def render_request(
         raise RenderError(f"request body: unknown api {api!r} (expected messages, chat or responses)")
     units.finish()
     kinds = units.kinds
-    default_ttl = _request_ttl(body)
-    markers = [Marker(position, _ttl(control, default_ttl)) for position, control in units.controls()]
+    request_ttl = _request_ttl(body)
+    markers = [Marker(position, _marker_ttl(units.raws[position], request_ttl)) for position in units.marked]
     top = body.get("cache_control")
     cacheable = last_cacheable(units.raws, kinds)
     if top is not None and cacheable is not None:
@@ -349,12 +363,11 @@ def render_request(
 
 
 def _request_ttl(body: Mapping[str, JSON]) -> str:
-    """The lifetime an OpenAI breakpoint without its own ``ttl`` inherits from
-    ``prompt_cache_options.ttl``; Anthropic markers default to 5 minutes."""
+    """The lifetime an OpenAI breakpoint without its own ``ttl`` inherits: ``prompt_cache_options.ttl``,
+    ``30m`` by default (``prompt_cache_options`` reference, checked 2026-12-03)."""
     options = body.get("prompt_cache_options")
-    if isinstance(options, dict) and isinstance(options.get("ttl"), str):
-        return str(options["ttl"])
-    return "5m"
+    ttl = options.get("ttl") if isinstance(options, dict) else None
+    return ttl if isinstance(ttl, str) and ttl in _OPENAI_TTLS else "30m"
 
 
 _UNCACHEABLE_KINDS = frozenset({"thinking"})

@@ -6,8 +6,10 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from projections.cache.analysis import analyse_lineage
 from projections.cache.providers import CallInput, cache_facts, openai_breakpoints, predict_calls
 from projections.cache.rendering import render_request
+from projections.normalized import RequestRecord
 from projections.provider_rules import MECHANICS, MODEL_RULES, model_rule
 from projections.usage import gemini_usage, openai_chat_usage, openai_responses_usage
 from tests.projections.cache.builders import T0, words
@@ -173,3 +175,57 @@ def test_gemini_hits_are_read_from_the_usage_field_of_2026() -> None:
         {"usage": {"total_input_tokens": 9_000, "total_cached_tokens": 8_192, "total_output_tokens": 40}}
     )
     assert (usage.uncached_input, usage.cache_read, usage.output) == (808, 8_192, 40)
+
+
+def test_a_breakpoint_keeps_its_own_ttl_and_otherwise_inherits_the_request_s() -> None:
+    facts = cache_facts("openai", "gpt-5.6")
+
+    def marked(ttl: str | None) -> dict[str, Any]:
+        mark: dict[str, Any] = {"mode": "explicit"} | ({"ttl": ttl} if ttl else {})
+        return {
+            "role": "system",
+            "content": [{"type": "text", "text": SYSTEM["content"], "prompt_cache_breakpoint": mark}],
+        }
+
+    own = chat([marked("12h"), user("q")])
+    inherited = chat([marked(None), user("q")], prompt_cache_options={"ttl": "12h"})
+    default = chat([marked(None), user("q")])
+    assert openai_breakpoints(own, facts)[0] == (0, "12h")
+    assert openai_breakpoints(inherited, facts) == [(0, "12h"), (1, "12h")]
+    assert openai_breakpoints(default, facts) == [(0, "30m"), (1, "30m")]
+
+
+def test_a_gpt_5_6_session_goes_through_the_whole_analysis() -> None:
+
+    system = {
+        "role": "system",
+        "content": [
+            {"type": "text", "text": SYSTEM["content"], "prompt_cache_breakpoint": {"mode": "explicit"}}
+        ],
+    }
+    bodies = [
+        {"model": "gpt-5.6", "messages": [system, user("first question", 3_000)]},
+        {"model": "gpt-5.6", "messages": [system, user("second question", 3_000)]},
+    ]
+    records = [
+        RequestRecord(
+            key=f"r{i}",
+            ordinal=i,
+            lineage="main",
+            provider="openai",
+            platform="openai",
+            api="chat",
+            model="gpt-5.6",
+            started_at=T0 + timedelta(minutes=i),
+            first_token_at=T0 + timedelta(minutes=i, seconds=1),
+            body=request_body,
+            usage=None,
+        )
+        for i, request_body in enumerate(bodies)
+    ]
+    first, second = analyse_lineage(records)
+    assert first.figures.predicted_read == 0
+    assert first.figures.predicted_write == first.rendered.cum_tokens[-1]
+    assert second.rendered is not None
+    assert second.figures.predicted_read == second.rendered.cum_tokens[1]  # the marked system prompt
+    assert second.label is not None
