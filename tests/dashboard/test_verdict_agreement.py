@@ -20,7 +20,7 @@ from projections.cache.verdict import LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REM
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import MODEL, START, capture, conversation
 
-SAID = ("label", "detail", "remedy", "material", "warnings")
+SAID = ("label", "detail", "remedy", "material", "badge", "meaning", "warnings")
 SESSION_ID = "22222222-aaaa-4bbb-8ccc-000000000002"
 
 
@@ -76,6 +76,7 @@ def shown(client: Client, session: Session) -> list[dict[str, Any]]:
         said = response.context["verdict"]
         assert response.context["remedy"] == said.remedy
         assert escape(said.remedy) in response.content.decode()
+        assert f">{escape(said.badge)}</span>" in response.content.decode()
         rows.append({key: value for key, value in said.to_json().items() if key in SAID})
     return rows
 
@@ -131,7 +132,8 @@ def test_the_request_page_and_explain_give_a_transcript_the_same_verdicts(
     on_page = shown(viewer_client, ingested(path, "claude-code"))
 
     assert on_page == explained(path, "claude-code")
-    second = on_page[1]
+    first, second = on_page
+    assert first["badge"] == "cold write"  # nothing read, the prompt written: never "no miss"
     assert (second["label"], second["material"], second["remedy"]) == (
         "unexplained",
         True,
