@@ -216,8 +216,13 @@ def _has_nested_control(block: JSON) -> bool:
 def _lookback_groups(kinds: list[str]) -> list[int]:
     """Each unit's lookback position: a run of adjacent tool_use (or tool_result) units shares one.
 
-    A unit opens a position when its kind differs from the previous unit's or is not a run kind;
-    the position is the count of openings so far, minus one.
+    Anthropic's prompt-caching guide (platform.claude.com/docs/en/build-with-claude/prompt-caching,
+    checked 2026-12-03, as quoted by two independent 2026 readings of it): "The lookback window is
+    20 blocks … a run of consecutive tool_use blocks counts as one position, and so does a run of
+    consecutive tool_result blocks", the breakpoint itself being the first of the 20. So N parallel
+    tool calls and their N results take two positions, not 2N. A unit opens a position when its
+    kind differs from the previous unit's or is not a run kind; the position is the count of
+    openings so far, minus one.
     """
     groups: list[int] = []
     group, previous = -1, ""
