@@ -58,15 +58,15 @@ def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
             FileSession(name, analysis, errors)
             for (name, _, _, errors), analysis in zip(read, alone, strict=True)
         ]
-    written = [
-        session_writes(name, records, analysis.results)
+    written = PrefixIndex.of(
+        write
         for (name, records, _, _), analysis in zip(read, alone, strict=True)
+        for write in session_writes(name, records, analysis.results)
+    )
+    return [
+        FileSession(name, analyse_records(records, events, foreign=written.for_reader(name)), errors)
+        for name, records, events, errors in read
     ]
-    sessions: list[FileSession] = []
-    for i, (name, records, events, errors) in enumerate(read):
-        others = PrefixIndex.of(w for j, writes in enumerate(written) if j != i for w in writes)
-        sessions.append(FileSession(name, analyse_records(records, events, foreign=others), errors))
-    return sessions
 
 
 def result_verdict(result: RequestResult) -> Verdict:

@@ -68,6 +68,8 @@ class PrefixIndex:
 
     by_size: dict[tuple[str, int], list[WrittenPrefix]] = field(default_factory=dict)
     hashed: list[WrittenPrefix] = field(default_factory=list)
+    reader: str = ""
+    """The session the index is read for: its own writes are skipped (see :meth:`for_reader`)."""
 
     @classmethod
     def of(cls, writes: Iterable[WrittenPrefix]) -> PrefixIndex:
@@ -82,6 +84,14 @@ class PrefixIndex:
     def __bool__(self) -> bool:
         return bool(self.by_size)
 
+    def for_reader(self, session: str) -> PrefixIndex:
+        """The same index read for ``session``, without its own writes: one index built for every
+        session of a run serves each of them."""
+        return PrefixIndex(self.by_size, self.hashed, session)
+
+    def _other(self, write: WrittenPrefix) -> bool:
+        return not self.reader or write.writer.session != self.reader
+
     def size_read(self, model: str, tokens: int, at: datetime | None) -> WrittenPrefix | None:
         """The latest write of exactly ``tokens`` for ``model`` still alive at ``at``; ``None``
         without one (or without a time to judge the TTL by)."""
@@ -90,7 +100,7 @@ class PrefixIndex:
         found = self.by_size.get((model, tokens), [])
         times = [w.written_at for w in found]
         for write in reversed(found[: bisect.bisect_right(times, at)]):
-            if write.alive_at(at):
+            if write.alive_at(at) and self._other(write):
                 return write
         return None
 
@@ -99,7 +109,7 @@ class PrefixIndex:
         ``None``), in time order."""
         times = [w.written_at for w in self.hashed]
         start = 0 if after is None else bisect.bisect_right(times, after)
-        yield from self.hashed[start : bisect.bisect_right(times, until)]
+        yield from (w for w in self.hashed[start : bisect.bisect_right(times, until)] if self._other(w))
 
 
 def read_from_json(writer: WriterRef | None) -> JSON:

@@ -97,3 +97,18 @@ def test_a_first_call_that_reads_nothing_another_lineage_wrote_stays_unpredicted
     stranger = replace(call("s0", 3, 150, 12_345, 900), lineage="side")
 
     assert analyse_records([*main_session(), stranger]).results[3].predicted_read is None
+
+
+def test_one_index_of_a_run_serves_each_session_without_its_own_writes() -> None:
+    index = PrefixIndex.of(
+        [
+            *transcript_writes(WriterRef("a", "a0", 0), SONNET, T0, 0, 25_000, 0),
+            *transcript_writes(WriterRef("b", "b0", 0), SONNET, T0, 0, 30_000, 0),
+        ]
+    )
+    later = T0 + timedelta(minutes=1)
+
+    assert index.for_reader("a").size_read(SONNET, 25_000, later) is None
+    found = index.for_reader("b").size_read(SONNET, 25_000, later)
+    assert found is not None
+    assert found.writer.key == "a0"
