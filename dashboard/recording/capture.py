@@ -8,17 +8,21 @@ decoding JSON) happens in :meth:`CapturedCall.trace_record`, on the recorder's t
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import zstandard
 
 from dashboard.recording.headers import header_value, stored_url
 
 MAX_RECORDED_BYTES = 64 * 1024 * 1024
 """A response body longer than this is passed on whole but recorded only up to here."""
+_FIRST_ID = re.compile(rb'"id"\s*:\s*"([^"]{1,200})"')
+_ID_WINDOW = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -27,11 +31,15 @@ class CapturedCall:
 
     call_id: str
     session_id: str
+    """Empty until the call is placed in a conversation (by the proxy or, later, the recorder)."""
     method: str
     url: str
     request_headers: dict[str, str]
     request_body: bytes
     started_at: float
+    api: str = "messages"
+    session_header: str = ""
+    """The client's own ``x-cachescope-session``, which names the session outright."""
     status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
     chunks: list[bytes] = field(default_factory=list)
@@ -50,6 +58,26 @@ class CapturedCall:
             return
         self.chunks.append(chunk)
         self.recorded_bytes += len(chunk)
+
+    def request_json(self) -> dict[str, Any] | None:
+        """The request body as a JSON object; ``None`` when it is not one."""
+        try:
+            value = orjson.loads(self.request_body)
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def response_id(self) -> str:
+        """The id of the answer: the first ``"id"`` of its body, which is an Anthropic message's, an
+        OpenAI completion's or response's, both in a whole body and in a stream's first event."""
+        head = b"".join(self.chunks)[:_ID_WINDOW]
+        if header_value(self.response_headers, "content-encoding").strip().lower() in ("gzip", "x-gzip"):
+            try:
+                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _ID_WINDOW)
+            except zlib.error:
+                return ""
+        found = _FIRST_ID.search(head)
+        return found.group(1).decode("utf-8", errors="replace") if found else ""
 
     def trace_record(self) -> dict[str, Any]:
         """The call as a claude-trace record, with the proxy's own notes under ``cachescope``."""

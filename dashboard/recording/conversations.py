@@ -7,8 +7,9 @@ are chained, and a new call joins the session whose latest call's chain is the l
 its own. Only each session's latest call is indexed: a fresh conversation that happens to open with
 the same first message as an old one does not join it once the old one has moved on.
 
-The index lives in the proxy's memory and is only touched from its event loop; a restarted proxy
-starts new sessions.
+The index lives in memory, in one place at a time: the proxy's event loop when it must know a
+call's session before forwarding it (``--diagnose`` needs the previous answer's id), else the
+recorder's thread, off the request path. A restarted proxy starts new sessions.
 """
 
 from __future__ import annotations
@@ -48,20 +49,32 @@ def conversation_messages(api: str, body: Mapping[str, Any]) -> list[Any] | None
     return messages if isinstance(messages, list) else None
 
 
-def _without_markers(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _without_markers(item) for key, item in value.items() if key != "cache_control"}
-    if isinstance(value, list):
-        return [_without_markers(item) for item in value]
-    return value
+def _without_markers(message: Any) -> Any:
+    """A message without the ``cache_control`` of its content blocks, where markers sit."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return message
+    blocks = message["content"]
+    if not any(isinstance(block, dict) and "cache_control" in block for block in blocks):
+        return message
+    bare = [
+        {key: value for key, value in block.items() if key != "cache_control"}
+        if isinstance(block, dict)
+        else block
+        for block in blocks
+    ]
+    return {**message, "content": bare}
 
 
 def message_chain(messages: list[Any]) -> list[bytes]:
-    """``chain[k]`` identifies the first ``k + 1`` messages, markers aside."""
+    """``chain[k]`` identifies the first ``k + 1`` messages, markers aside.
+
+    A client serializes its messages the same way every call, so their key order is kept as sent
+    rather than paid for sorting.
+    """
     chain: list[bytes] = []
     digest = b""
     for message in messages:
-        canonical = orjson.dumps(_without_markers(message), option=orjson.OPT_SORT_KEYS)
+        canonical = orjson.dumps(_without_markers(message))
         digest = hashlib.blake2b(digest + canonical, digest_size=16).digest()
         chain.append(digest)
     return chain
@@ -92,6 +105,15 @@ class Conversations:
         previous = conversation.last_response_id if conversation else None
         self._remember(found, chain[-1] if chain else b"", conversation)
         return Placement(session_id=found, previous_message_id=previous)
+
+    def place_body(self, api: str, body: Mapping[str, Any] | None, session_header: str = "") -> Placement:
+        """:meth:`place` for a call's decoded JSON body (``None`` when it had none)."""
+        previous = body.get("previous_response_id") if body else None
+        return self.place(
+            conversation_messages(api, body) if body else None,
+            session_id=session_header or None,
+            previous_response_id=previous if isinstance(previous, str) else "",
+        )
 
     def answered(self, session_id: str, response_id: str) -> None:
         """Note the id of the latest response in ``session_id``, the next call's previous message."""

@@ -13,11 +13,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import re
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,12 +26,11 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from dashboard.recording.capture import CapturedCall
-from dashboard.recording.conversations import Conversations, Placement, conversation_messages
+from dashboard.recording.conversations import Conversations
 from dashboard.recording.diagnose import wants_diagnostics, with_beta, with_diagnostics
 from dashboard.recording.headers import (
     SESSION_HEADER,
     client_response_headers,
-    header_value,
     stored_headers,
     upstream_request_headers,
 )
@@ -44,8 +41,6 @@ DEFAULT_TOKEN_HEADER = "x-cachescope-token"  # noqa: S105 (a header name, not a 
 MAX_BODY_BYTES = 256 * 1024 * 1024
 _NOT_ADDED = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
 """Headers aiohttp adds on its own; a call that did not send them must not get them."""
-_FIRST_ID = re.compile(rb'"id"\s*:\s*"([^"]{1,200})"')
-_ID_WINDOW = 64 * 1024
 _UPSTREAM_FAILED: tuple[type[BaseException], ...] = (ClientError, OSError)
 
 
@@ -78,20 +73,6 @@ def api_of(path: str) -> str | None:
     if path.endswith("/responses"):
         return "responses"
     return None
-
-
-def response_id(call: CapturedCall) -> str:
-    """The id of a call's answer, the first ``"id"`` of its body (an Anthropic message's, an OpenAI
-    completion's or response's, first in both their bodies and their first stream event)."""
-    head = b"".join(call.chunks)[:_ID_WINDOW] if call.chunks else b""
-    coding = header_value(call.response_headers, "content-encoding")
-    if coding.strip().lower() in ("gzip", "x-gzip"):
-        try:
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _ID_WINDOW)
-        except zlib.error:
-            return ""
-    found = _FIRST_ID.search(head)
-    return found.group(1).decode("utf-8", errors="replace") if found else ""
 
 
 class RecordingProxy:
@@ -128,19 +109,27 @@ class RecordingProxy:
         api = api_of(request.path)
         call: CapturedCall | None = None
         if api is not None:
-            parsed = _json_object(body)
-            placement = self._place(api, parsed, request.headers.get(SESSION_HEADER))
-            if self.settings.diagnose and wants_diagnostics(request.method, request.path, parsed):
-                body = with_diagnostics(body, placement.previous_message_id)
-                headers = with_beta(headers)
+            session_header = request.headers.get(SESSION_HEADER, "")
+            session_id = ""
+            if self.settings.diagnose:
+                # The previous answer's id must be known before forwarding, so the call is placed
+                # here; otherwise the recorder places it, off the request path.
+                parsed = _json_object(body)
+                placement = self.conversations.place_body(api, parsed, session_header)
+                session_id = placement.session_id
+                if wants_diagnostics(request.method, request.path, parsed):
+                    body = with_diagnostics(body, placement.previous_message_id)
+                    headers = with_beta(headers)
             call = CapturedCall(
                 call_id=uuid.uuid4().hex,
-                session_id=placement.session_id,
+                session_id=session_id,
                 method=request.method,
                 url=str(self.upstream) + request.raw_path,
                 request_headers=stored_headers(headers, drop=self._own_headers),
                 request_body=body,
                 started_at=time.time(),
+                api=api,
+                session_header=session_header,
             )
         try:
             return await self._forward(request, headers, body, call)
@@ -153,14 +142,6 @@ class RecordingProxy:
             return True
         sent = request.headers.get(self.settings.token_header, "")
         return hmac.compare_digest(sent.encode(), self.settings.token.encode())
-
-    def _place(self, api: str, body: dict[str, Any] | None, session_header: str | None) -> Placement:
-        previous = body.get("previous_response_id") if body else None
-        return self.conversations.place(
-            conversation_messages(api, body) if body else None,
-            session_id=session_header or None,
-            previous_response_id=previous if isinstance(previous, str) else "",
-        )
 
     async def _forward(
         self,
@@ -232,8 +213,8 @@ class RecordingProxy:
         call.finished_at = time.time()
         if call.status is None and not call.error:
             call.error = "client disconnected before the answer"
-        if call.status is not None and call.status < 400:
-            self.conversations.answered(call.session_id, response_id(call))
+        if call.session_id and call.status is not None and call.status < 400:
+            self.conversations.answered(call.session_id, call.response_id())
         self.sink.submit(call)
 
 

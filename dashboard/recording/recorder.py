@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, close_old_connections, connection
 
 from dashboard.recording.capture import CapturedCall
+from dashboard.recording.conversations import Conversations
 from dashboard.recording.spool import Spool
 from dashboard.services.ingest import IngestSummary
 from dashboard.services.record_ingest import ingest_recorded
@@ -65,6 +66,7 @@ class Recorder:
         self.store = store
         self.retry_seconds = retry_seconds
         self.stats = RecorderStats()
+        self.conversations = Conversations()
         self.submitted = 0
         """Calls handed over so far (stored, spooled, dropped or still queued)."""
         self._queue: queue.Queue[CapturedCall | None] = queue.Queue(maxsize=queue_size)
@@ -152,6 +154,7 @@ class Recorder:
     def _store_batch(self, batch: list[CapturedCall]) -> None:
         sessions: dict[str, list[RecordedCall]] = {}
         for call in batch:
+            self._place(call)
             try:
                 record = call.trace_record()
             except Exception:
@@ -167,6 +170,16 @@ class Recorder:
                 spool_first = True
                 if self.spool.put(session_id, calls):
                     self.stats.spooled += len(calls)
+
+    def _place(self, call: CapturedCall) -> None:
+        """Give a call the proxy did not place its session, in the order calls finished (a
+        conversation's calls finish in the order they were made: each waits for the previous)."""
+        if not call.session_id:
+            call.session_id = self.conversations.place_body(
+                call.api, call.request_json(), call.session_header
+            ).session_id
+            if call.status is not None and call.status < 400:
+                self.conversations.answered(call.session_id, call.response_id())
 
     def _store_spooled(self) -> bool:
         """Store spooled batches, oldest first; ``True`` when the spool is empty afterwards."""

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.recording.listen import ListenError, check_exposure, parse_listen
 from dashboard.recording.proxy import DEFAULT_TOKEN_HEADER, ProxyServer, ProxySettings, RecordingProxy
-from dashboard.recording.recorder import Recorder
+from dashboard.recording.recorder_process import RecorderProcess
 from dashboard.recording.spool import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Spool
 
 TOKEN_ENV = "CACHESCOPE_RECORD_TOKEN"  # noqa: S105 (a variable name, not a secret)
@@ -64,7 +64,7 @@ class Command(BaseCommand):
             max_bytes=int(options["spool_max_mb"] * 2**20),
             max_files=options["spool_max_files"],
         )
-        recorder = Recorder(source_name=options["source"], spool=spool)
+        recorder = RecorderProcess(source_name=options["source"], spool=spool)
         proxy = RecordingProxy(
             ProxySettings(
                 upstream=options["upstream"],
@@ -102,10 +102,10 @@ class Command(BaseCommand):
         recorder.stop()
         self.stdout.write(self._status(recorder))
 
-    def _status(self, recorder: Recorder) -> str:
-        stats = recorder.stats
+    def _status(self, recorder: RecorderProcess) -> str:
+        counts = recorder.counts()
         held, files = recorder.spool.size()
         return (
-            f"stored {stats.stored} call(s), spooled {stats.spooled}, dropped {recorder.dropped}, "
-            f"failed {stats.failed}; spool holds {files} batch(es), {held} bytes"
+            "stored {stored} call(s), spooled {spooled}, dropped {dropped}, failed {failed}".format(**counts)
+            + f"; spool holds {files} batch(es), {held} bytes"
         )

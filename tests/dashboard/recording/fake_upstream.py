@@ -198,3 +198,18 @@ def _responses_answer(number: int, payload: dict) -> dict:
             "total_tokens": 1502,
         },
     }
+
+
+def main() -> None:
+    """Serve on its own (``python -m tests.dashboard.recording.fake_upstream [EVENT_DELAY]``): print
+    the port, then serve until stdin closes."""
+    import sys
+
+    fake = FakeUpstream(event_delay=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0).start()
+    print(fake.port, flush=True)
+    sys.stdin.read()
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()
