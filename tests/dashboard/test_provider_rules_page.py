@@ -39,6 +39,7 @@ def test_an_admin_reads_every_family_with_its_figures_sources_and_the_day_they_w
         assert rule.family.replace("'", "&#x27;") in page
         assert rule.minimum_source.url in page
     assert "Claude Opus 4.7" in page
+    assert "2,048" in page
     assert "openai-breakpoints" in page
     assert "30m 1.25x" in page
     assert "change note" in page
