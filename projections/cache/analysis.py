@@ -229,7 +229,8 @@ def _enter_foreign(
         if entry is not None and (entry.expires_at is None or entry.expires_at > moment):
             entry.expires_at = max(entry.expires_at or expires, expires)
             continue
-        name = f"{write.writer.session}\x1f{write.writer.key}"  # never a request key of this session
+        # Named as the predictor's details print a writer; never a request key of this session.
+        name = f"request {write.writer.key} of session {write.writer.session}"
         writers[name] = write.writer
         predictor.state.entries[write.prefix_hash] = CacheEntry(
             write.prefix_hash, write.position, write.tokens, write.ttl, expires, moment, name

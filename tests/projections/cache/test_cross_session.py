@@ -112,3 +112,17 @@ def test_one_index_of_a_run_serves_each_session_without_its_own_writes() -> None
     found = index.for_reader("b").size_read(SONNET, 25_000, later)
     assert found is not None
     assert found.writer.key == "a0"
+
+
+def test_another_sessions_expired_entry_is_named_by_its_request_and_session() -> None:
+    history = conversation(20)
+    parent = [record("p0", 0, body(history, marks=(19,)), usage=anthropic_usage(10, 0, 9_000))]
+    written = PrefixIndex.of(session_writes("42", parent, analyse_records(parent).results))
+    late = [record("s0", 0, body([*history, *conversation(2)], marks=(21,)), minutes=7)]
+
+    result = analyse_records(late, foreign=written).results[0]
+
+    assert result.predicted_read == 0
+    assert result.label == "ttl-expired"
+    assert "request p0 of session 42" in str(result.data["label_detail"])
+    assert result.data["read_from"] is None
