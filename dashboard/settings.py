@@ -7,11 +7,13 @@ its background jobs in-process, so one command gives a working dashboard. ``DATA
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from dashboard.client_address import trusted_proxy_networks
 from dashboard.env import env_bool, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    "axes",
     "dashboard",
 ]
 
@@ -62,6 +65,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.SecurityHeadersMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during authentication into its response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -179,7 +184,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
-# Shared by every web process at scale (login throttling); per-process memory on the embedded default.
+# Shared by every web process at scale; per-process memory on the embedded default.
 _cache_url = env_url("CACHE_URL", {"redis", "rediss"})
 CACHES = {
     "default": (
@@ -188,8 +193,31 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+
+# Login throttling (django-axes): failures count per user name *and* client address, so a flood of
+# made-up user names from one address locks out no real user there, and a guessed user name is
+# locked only for the address guessing it. The count lives where every web process sees it: the
+# Redis cache when CACHE_URL names one, else the database (shared even by the embedded default).
 CACHESCOPE_LOGIN_FAILURE_LIMIT = env_int("CACHESCOPE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 CACHESCOPE_LOGIN_LOCKOUT_SECONDS = env_int("CACHESCOPE_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
+# Proxies (addresses or networks) whose X-Forwarded-For is believed; see dashboard/client_address.py.
+CACHESCOPE_TRUSTED_PROXIES = env_list("CACHESCOPE_TRUSTED_PROXIES", [])
+trusted_proxy_networks(CACHESCOPE_TRUSTED_PROXIES)  # a bad value stops the start, naming it
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = CACHESCOPE_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=CACHESCOPE_LOGIN_LOCKOUT_SECONDS)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "dashboard.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "dashboard.views.auth.login_locked_out"
+AXES_HANDLER = (
+    "axes.handlers.cache.AxesCacheHandler" if _cache_url else "axes.handlers.database.AxesDatabaseHandler"
+)
+# Failures only: a row per successful login would grow without end and say nothing about guessing.
+AXES_DISABLE_ACCESS_LOG = True
 
 LOGGING = {
     "version": 1,
