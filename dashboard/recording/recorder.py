@@ -9,6 +9,7 @@ first, oldest first, once storing works again, so a session's calls keep their o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from dashboard.recording.capture import CapturedCall
 from dashboard.recording.conversations import Conversations
@@ -32,8 +33,10 @@ QUEUE_SIZE = 1000
 BATCH_SIZE = 200
 RETRY_SECONDS = 5.0
 """How long the thread waits before trying the spool again after storing failed."""
-STORAGE_ERRORS: tuple[type[BaseException], ...] = (DatabaseError, OSError)
-"""Failures of the storage itself, which pass; anything else is a bug and is not retried."""
+STORAGE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, OSError)
+"""Failures of the storage itself (the database unreachable or locked, the disk full), which pass:
+the batch is spooled and tried again. Anything else (a constraint a batch breaks, a bug) would fail
+the same way on every try, so it is logged and counted, not retried."""
 
 Store = Callable[..., IngestSummary]
 """:func:`~dashboard.services.record_ingest.ingest_recorded`'s signature."""
@@ -197,17 +200,24 @@ class Recorder:
 
     def _store(self, session_id: str, calls: Sequence[RecordedCall], *, origin: str) -> bool:
         """Store one session's calls; ``False`` when the storage failed and they must wait."""
-        close_old_connections()
         try:
+            close_old_connections()
             summary = self.store(
                 source_name=self.source_name, session_id=session_id, calls=calls, path=origin
             )
         except STORAGE_ERRORS as error:
             log.warning("record: storing %d call(s) failed, spooling: %s", len(calls), error)
             # A connection that failed mid-transaction is unusable: the next try opens a new one.
-            connection.close()
+            with contextlib.suppress(*STORAGE_ERRORS):
+                connection.close()
             self._next_retry = time.monotonic() + self.retry_seconds
             return False
+        except Exception:
+            log.exception(
+                "record: %d call(s) of session %s cannot be stored; dropped", len(calls), session_id
+            )
+            self.stats.failed += len(calls)
+            return True
         for problem in summary.errors:
             log.warning("record: %s: %s: %s", problem.path, problem.field, problem.reason)
         self.stats.stored += summary.requests_added

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import OperationalError
+from django.db import IntegrityError, OperationalError
 
 from dashboard.models import Request, Session
 from dashboard.recording.diagnose import BETA
@@ -316,3 +316,25 @@ def test_the_providers_miss_reason_is_stored_from_the_recorded_answer(
     assert stored[1].provider_missed_tokens == 4096
     assert {r.client_version for r in stored} == {"claude-code 2.1.38"}
     assert stored[0].session.client_version == "claude-code 2.1.38"
+
+
+def test_a_batch_that_can_never_be_stored_is_counted_and_does_not_hold_up_later_ones(
+    upstream: FakeUpstream, start_recording: Any
+) -> None:
+    refused = {"value": True}
+
+    def store_refusing_once(**kwargs: Any) -> Any:
+        if refused["value"]:
+            refused["value"] = False
+            raise IntegrityError("duplicate key value violates unique constraint")
+        return ingest_recorded(**kwargs)
+
+    recording = start_recording(upstream=upstream.url, store=store_refusing_once)
+    assert call(recording.port, "/v1/messages", turn("one")).status == 200
+    recording.settle(1)
+    assert call(recording.port, "/v1/messages", turn("two")).status == 200
+    recording.settle(2)
+
+    assert recording.recorder.stats.failed == 1
+    assert recording.spool.pending() == []
+    assert list(Request.objects.values_list("key", flat=True)) == ["req_fake00002"]
