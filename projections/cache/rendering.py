@@ -97,6 +97,8 @@ class _Units:
         """Positions of the units that carry a ``cache_control`` marker."""
         self.nested: list[int] = []
         """Positions of the tool results whose parts carry a marker."""
+        self.expanded = 0
+        """How many fields of ``calls`` the per-unit lists hold; -1 after a rewind."""
 
     def add(
         self,
@@ -114,10 +116,24 @@ class _Units:
             self.raws.extend(blocks)
             self.calls.extend((tier, role, message_index, message_id, len(blocks), kind, first_block))
 
+    def position(self) -> tuple[int, int]:
+        """Where the next call will go, for :meth:`rewind`: units so far and call fields so far."""
+        return len(self.raws), len(self.calls)
+
+    def rewind(self, position: tuple[int, int]) -> None:
+        """Forget every call made since ``position``."""
+        del self.raws[position[0] :], self.calls[position[1] :]
+        self.expanded = -1
+
     def finish(self) -> None:
-        """Expand the recorded calls into the per-unit lists, once every call is in."""
-        if not self.calls:
+        """Expand the recorded calls into the per-unit lists, once every call is in.
+
+        Does nothing when no call came since the last expansion: calls only grow between rewinds,
+        so an unchanged count means unchanged calls, and a rewind marks the lists stale.
+        """
+        if self.expanded == len(self.calls):
             return
+        self.expanded = len(self.calls)
         calls, step = self.calls, _CALL_FIELDS
         tiers = cast("list[Tier]", calls[0::step])
         roles = cast("list[str]", calls[1::step])
@@ -512,9 +528,19 @@ def _render_anthropic(units: _Units, body: Mapping[str, JSON]) -> None:
         raise RenderError("request body: field 'system' is neither a string nor a list")
     messages = body.get("messages")
     model = body.get("model")
-    if isinstance(messages, list) and isinstance(model, str) and keeps_only_last_turn_thinking(model):
-        messages = without_earlier_thinking(messages)
+    # Render the messages as sent, and render them again without the earlier turns' thinking only
+    # when the model drops it and a message can hold some: a thinking unit, or the blocks a tool
+    # message wraps into one unit. Looking through every block of every message first cost more
+    # than rendering them, and most requests have no thinking to drop.
+    start = units.position()
     _render_messages(units, messages, leading_system=False)
+    if isinstance(model, str) and keeps_only_last_turn_thinking(model):
+        units.finish()
+        first = start[0]
+        if "thinking" in units.kinds[first:] or "tool" in units.roles[first:]:
+            assert isinstance(messages, list)  # _render_messages refuses anything else
+            units.rewind(start)
+            _render_messages(units, without_earlier_thinking(messages), leading_system=False)
 
 
 def without_earlier_thinking(messages: list[JSON]) -> list[JSON]:
@@ -527,7 +553,8 @@ def without_earlier_thinking(messages: list[JSON]) -> list[JSON]:
     message that is not only tool results: thinking before the last such message is dropped, the
     thinking of the tool loop after it is kept. Newer models keep every thinking block.
     """
-    last_turn = max((i for i, message in enumerate(messages) if _opens_turn(message)), default=-1)
+    # The last message that opens a turn, searched from the end where it sits.
+    last_turn = next((i for i in range(len(messages) - 1, -1, -1) if _opens_turn(messages[i])), -1)
     kept: list[JSON] = []
     for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
