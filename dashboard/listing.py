@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -20,6 +21,8 @@ from django.db.models.functions import Coalesce
 from django.http import QueryDict
 
 from dashboard.models import Session
+from dashboard.query_params import MAX_DB_INTEGER, text_param, unstorable
+from projections.formats.limits import EARLIEST_TIME, LATEST_TIME
 
 SESSION_SORTS: dict[str, str] = {
     "activity": "last_activity",
@@ -36,6 +39,9 @@ SESSION_SORTS: dict[str, str] = {
     "warnings": "warning_count",
 }
 DEFAULT_SORT = "-activity"
+_TIME_SORTS = frozenset({"last_activity", "started_at"})
+_TEXT_SORTS = frozenset({"source__name", "title"})
+"""The other sort columns are numbers; a cursor's value must be of its column's kind."""
 PAGE_SIZE = 50
 
 # Nullable sort columns sort their nulls as the lowest value, so a keyset can step over them.
@@ -70,12 +76,12 @@ class SessionFilters:
         if sort.lstrip("-") not in SESSION_SORTS:
             sort = DEFAULT_SORT
         return cls(
-            q=params.get("q", "").strip()[:200],
-            source=params.get("source", "").strip(),
-            model=params.get("model", "").strip(),
-            client_version=params.get("client_version", "").strip(),
-            started_from=_parse(params, "from", date.fromisoformat, errors, "a date like 2026-01-31"),
-            started_to=_parse(params, "to", date.fromisoformat, errors, "a date like 2026-01-31"),
+            q=text_param(params, "q", errors),
+            source=text_param(params, "source", errors),
+            model=text_param(params, "model", errors),
+            client_version=text_param(params, "client_version", errors),
+            started_from=_parse(params, "from", _day, errors, _DAY_EXPECTED),
+            started_to=_parse(params, "to", _day, errors, _DAY_EXPECTED),
             warnings=params.get("warnings", "") in {"1", "on", "true"},
             hit_min=_parse(params, "hit_min", _percent, errors, "a percentage from 0 to 100"),
             hit_max=_parse(params, "hit_max", _percent, errors, "a percentage from 0 to 100"),
@@ -135,7 +141,8 @@ def keyset_page(filters: SessionFilters, sessions: QuerySet[Session], params: Qu
     """One page of ``sessions`` after the ``after`` cursor, or before the ``before`` one."""
     ordered = filters.ordered(sessions)
     total = filters.apply(sessions).count()
-    after, before = _decode(params.get("after", "")), _decode(params.get("before", ""))
+    after = _decode(params.get("after", ""), filters.sort_field)
+    before = _decode(params.get("before", ""), filters.sort_field)
     if before is not None:
         # Walk backwards from the cursor, then put the rows back in display order.
         backwards = ordered.filter(_beyond(before, not filters.descending)).reverse()
@@ -181,19 +188,45 @@ def _encode(session: Session) -> str:
     return base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
 
 
-def _decode(cursor: str) -> tuple[Any, int] | None:
-    """A cursor back into (sort value, id); a mangled one means "from the start"."""
-    if not cursor:
+def _decode(cursor: str, sort_field: str) -> tuple[Any, int] | None:
+    """A cursor back into (sort value, id); a mangled one, or one whose value is not of the sort
+    column's kind (a text for a time, a number past a 64-bit column), means "from the start"."""
+    if not cursor or len(cursor) > 2000:
         return None
     try:
         kind, value, pk = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if kind == "t":
-            value = datetime.fromisoformat(value)
-        if not isinstance(pk, int) or isinstance(value, dict | list):
+        if sort_field in _TIME_SORTS:
+            value = _cursor_time(kind, value)
+        elif sort_field in _TEXT_SORTS:
+            value = _cursor_text(kind, value)
+        else:
+            value = _cursor_number(kind, value)
+        if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk <= MAX_DB_INTEGER:
             return None
     except (ValueError, TypeError, binascii.Error):
         return None
     return value, pk
+
+
+def _cursor_time(kind: Any, value: Any) -> datetime:
+    if kind != "t" or not isinstance(value, str):
+        raise ValueError("a time cursor holds an ISO time")
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _cursor_text(kind: Any, value: Any) -> str:
+    if kind != "v" or not isinstance(value, str) or unstorable(value):
+        raise ValueError("a text cursor holds storable text")
+    return value
+
+
+def _cursor_number(kind: Any, value: Any) -> int | float:
+    if kind != "v" or isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("a number cursor holds a number")
+    if not math.isfinite(value) or abs(value) > MAX_DB_INTEGER:
+        raise ValueError("a number cursor holds a number a column can hold")
+    return value
 
 
 def _parse(params: QueryDict, name: str, convert: Any, errors: dict[str, str], expected: str) -> Any:
@@ -216,9 +249,20 @@ def _percent(raw: str) -> float:
 
 def _count(raw: str) -> int:
     value = int(raw.replace(",", "").replace("_", ""))
-    if value < 0:
+    if not 0 <= value <= MAX_DB_INTEGER:
         raise ValueError(raw)
     return value
+
+
+_DAY_EXPECTED = f"a date like 2026-01-31, from {EARLIEST_TIME.date()} to {LATEST_TIME.date()}"
+
+
+def _day(raw: str) -> date:
+    # A day at the edge of the calendar has no next day to bound a "to" filter with.
+    day = date.fromisoformat(raw)
+    if not EARLIEST_TIME.date() <= day <= LATEST_TIME.date():
+        raise ValueError(raw)
+    return day
 
 
 def _start_of(day: date, *, days: int = 0) -> datetime:

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Block, Request
+from dashboard.query_params import report_ignored, text_param
 from dashboard.views.analysis import request_analysis_context
 from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
@@ -18,12 +19,14 @@ REQUESTS_PER_PAGE = 100
 @vary_on_headers("HX-Request")
 def request_list(request: HtmxHttpRequest) -> HttpResponse:
     requests = Request.objects.select_related("session", "session__source").order_by("-started_at", "-id")
-    model = request.GET.get("model", "")
+    errors: dict[str, str] = {}
+    model = text_param(request.GET, "model", errors)
     if model:
         requests = requests.filter(model=model)
-    client_version = request.GET.get("client_version", "").strip()
+    client_version = text_param(request.GET, "client_version", errors)
     if client_version:
         requests = requests.filter(client_version=client_version)
+    report_ignored(request, errors)
     page = Paginator(requests, REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
     template = "dashboard/request_list.html" + ("#request-table" if request.htmx else "")
     context = {

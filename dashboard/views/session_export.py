@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -88,12 +88,21 @@ def _csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     yield writer.writerow(EXPORT_COLUMNS)
     for row in rows:
         row["models"] = " ".join(row["models"])
-        yield writer.writerow([_csv_safe(row[column]) for column in EXPORT_COLUMNS])
+        yield writer.writerow([csv_safe(row[column]) for column in EXPORT_COLUMNS])
 
 
-def _csv_safe(value: Any) -> Any:
-    # A title from a log must not run as a formula when the export is opened in a spreadsheet.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+"""What a spreadsheet reads as the start of a formula, with the full-width forms (U+FF1D, U+FF0B,
+U+FF0D, U+FF20) that some of them fold into the ASCII ones."""
+
+
+def csv_safe(value: Any) -> Any:
+    """``value`` with a leading apostrophe when a spreadsheet could run it as a formula.
+
+    A title from a log must not run when the export is opened. Leading whitespace of any kind (space,
+    tab, CR, LF, a full-width space) is defused too: spreadsheets skip it before looking for ``=``.
+    """
+    if isinstance(value, str) and value and (value[0] in FORMULA_STARTS or value[0].isspace()):
         return "'" + value
     return value
 
@@ -106,8 +115,13 @@ def _json(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 @require_GET
-def session_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
+def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     filters = SessionFilters.from_query(request.GET)
+    if filters.errors:
+        # An export that dropped a filter would hold more sessions than asked for: refuse it instead.
+        problems = "; ".join(f"{name}: {message}" for name, message in filters.errors.items())
+        message = f"bad filter, nothing exported: {problems}\n"
+        return HttpResponseBadRequest(message, content_type="text/plain")
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     if fmt == "csv":
         response = StreamingHttpResponse(_csv(export_rows(filters)), content_type="text/csv; charset=utf-8")

@@ -13,6 +13,7 @@ from dashboard.charts import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Request, Session, Source
 from dashboard.models.sessions import EVENTS_PER_PAGE
+from dashboard.query_params import text_param
 from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 from dashboard.views.analysis import session_analysis_context
@@ -78,7 +79,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
 
 def events_page(session: Session, params: QueryDict) -> dict[str, Any]:
     events = Event.objects.filter(session=session).order_by("seq")
-    event_type = params.get("type", "")
+    # An unstorable type is ignored: the select beside the timeline shows "all types" then.
+    event_type = text_param(params, "type", {})
     if event_type:
         events = events.filter(type=event_type)
     types = Event.objects.filter(session=session).order_by("type").values_list("type", flat=True).distinct()

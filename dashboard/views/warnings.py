@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Session, Source, Warning
+from dashboard.query_params import choice_param, id_param, report_ignored, text_param
 from dashboard.views.htmx import HtmxHttpRequest
 
 
@@ -14,15 +15,17 @@ from dashboard.views.htmx import HtmxHttpRequest
 @vary_on_headers("HX-Request")
 def warning_list(request: HtmxHttpRequest) -> HttpResponse:
     warnings = Warning.objects.select_related("session", "session__source", "request")
-    kind = request.GET.get("kind", "")
+    errors: dict[str, str] = {}
+    kind = choice_param(request.GET, "kind", set(Warning.Kind.values), errors)
     if kind:
         warnings = warnings.filter(kind=kind)
-    source = request.GET.get("source", "")
+    source = text_param(request.GET, "source", errors)
     if source:
         warnings = warnings.filter(session__source__name=source)
-    session = _session_filter(request.GET.get("session", ""))
+    session = _session_filter(id_param(request.GET, "session", errors))
     if session is not None:
         warnings = warnings.filter(session=session)
+    report_ignored(request, errors)
     warnings = warnings.order_by("-last_seen", "-id")
     page = Paginator(warnings, 100).get_page(request.GET.get("page"))
     context = {
@@ -37,8 +40,8 @@ def warning_list(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-def _session_filter(value: str) -> Session | None:
+def _session_filter(session_id: int | None) -> Session | None:
     """The session named by the ``session`` parameter (its id); ``None`` when absent or unknown."""
-    if not value.isdigit():
+    if session_id is None:
         return None
-    return Session.objects.filter(pk=int(value)).first()
+    return Session.objects.filter(pk=session_id).first()
