@@ -18,6 +18,7 @@ from projections.formats.captures import OPENAI_FORMAT, parse_capture_record
 from projections.formats.claude_trace import FORMAT as CLAUDE_TRACE_FORMAT
 from projections.formats.claude_trace import parse_trace_record
 from projections.formats.exchanges import BadRecord, Exchange, cache_request_event
+from projections.formats.times import optional_time
 from projections.normalized import JSON, LineError, SessionImport, SessionItem, Usage
 from projections.usage import UsageError, normalize_usage
 
@@ -78,7 +79,13 @@ def recorded_session(
             continue
         if exchange is None or call_key(call, exchange) in skip_keys:
             continue
-        exchange = dataclasses.replace(exchange, key=call_key(call, exchange))
+        exchange = dataclasses.replace(
+            exchange,
+            key=call_key(call, exchange),
+            # claude-trace logs no first byte; the proxy does, beside the request and response.
+            first_token_at=exchange.first_token_at
+            or optional_time(call.record.get("first_token_at"), numbers="auto"),
+        )
         usage, error = _usage(exchange, path)
         if error is not None:
             items.append(error)

@@ -73,6 +73,9 @@ def test_a_stream_reaches_the_client_byte_for_byte_before_the_upstream_has_finis
     assert stored.key == "req_fake00001"
     assert (stored.cache_read_tokens, stored.cache_write_5m_tokens, stored.output_tokens) == (4096, 2048, 9)
     assert stored.has_body
+    assert stored.started_at is not None
+    assert stored.first_token_at is not None
+    assert stored.first_token_at >= stored.started_at
 
 
 def test_a_call_is_forwarded_unchanged_without_diagnose(upstream: FakeUpstream, start_recording: Any) -> None:
