@@ -10,6 +10,7 @@ database adapter, the engine, a page) can fail on a value that was accepted here
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from itertools import accumulate
@@ -28,6 +29,19 @@ _SUSPECT_ESCAPES = (b"\\u0000", b"\\ud", b"\\uD")
 
 class TooDeep(ValueError):
     """A value nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, refusing one past a double's range (``1e400``), which no store holds."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    # NaN and Infinity are JavaScript, not JSON; PostgreSQL's jsonb refuses them.
+    raise ValueError(f"{name} is not a JSON number")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +118,20 @@ def nesting(raw: bytes) -> int:
 def decode_storable(data: bytes | str) -> Decoded:
     """Decode one JSON text into a value every store accepts.
 
-    Raises :class:`UnicodeDecodeError` or :class:`json.JSONDecodeError` for text that is not JSON,
+    Raises :class:`UnicodeDecodeError` or :class:`json.JSONDecodeError` for text that is not JSON
+    (``NaN``, ``Infinity`` and numbers past a double's range included),
     and :class:`TooDeep` for one nested past :data:`MAX_JSON_DEPTH`. The checks cost a walk of the
     value only when a cheap scan of the bytes says they could apply.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         raise TooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as error:
+        if isinstance(error, json.JSONDecodeError | UnicodeDecodeError):
+            raise
+        raise json.JSONDecodeError(str(error), raw.decode("utf-8", "replace")[:200], 0) from None
     repair = any(escape in raw for escape in _SUSPECT_ESCAPES) or (
         isinstance(data, str) and _unstorable(data)
     )

@@ -136,3 +136,19 @@ def test_a_trace_body_nested_thousands_deep_is_a_line_error_and_the_next_line_is
     assert error.line == 1
     assert "nested" in error.reason
     assert list(Request.objects.values_list("key", flat=True)) == ["req_good"]
+
+
+@pytest.mark.parametrize(
+    ("number", "words"), [(b"1e400", "out of range"), (b"NaN", "NaN"), (b"-Infinity", "Infinity")]
+)
+def test_a_number_no_store_holds_is_a_line_error(number: bytes, words: str, tmp_path: Path) -> None:
+    rows = dsh_lines("odd-number", turns=1)
+    path = tmp_path / "odd-number" / "session.jsonl"
+    path.parent.mkdir()
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[3] = lines[3].replace(b'"turn": 1', b'"turn": ' + number, 1)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    summary = ingest_paths(paths=[path], source_name="fleet")
+    error = _error_on(summary.errors, "json")
+    assert error.line == 4
+    assert words in error.reason
