@@ -77,6 +77,14 @@ class RecorderProcess:
     def dropped(self) -> int:
         return self.counts()["dropped"]
 
+    def failure(self) -> str:
+        """Why the child is gone while it should run ("" while it runs)."""
+        if self._process.is_alive() or self._process.exitcode is None:
+            return ""
+        return (
+            f"the recorder process ended with exit code {self._process.exitcode}; calls are no longer stored"
+        )
+
     def stop(self, timeout: float = 60.0) -> None:
         """Let the child store what is queued, then wait for it to end (ending it past ``timeout``)."""
         if not self._process.is_alive():

@@ -93,6 +93,9 @@ class Command(BaseCommand):
         self.stdout.flush()
         last = ""
         while not stop.wait(STATUS_EVERY):
+            if failure := recorder.failure():
+                # Forwarding goes on, so the client's work is not broken, but the user must know.
+                self.stderr.write(f"error: {failure}")
             line = self._status(recorder)
             if line != last:
                 self.stdout.write(line)
