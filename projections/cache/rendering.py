@@ -16,8 +16,8 @@ nothing but hash the bytes it is handed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import accumulate, chain, repeat
-from operator import add, ne, sub
+from itertools import accumulate, chain, compress, count, repeat
+from operator import add, eq, ne, sub
 from typing import cast
 
 from projections.cache.calibration import calibrate
@@ -173,9 +173,7 @@ class _Units:
         self.marked = [
             p for p, raw in enumerate(raws) if type(raw) is dict and not MARKER_KEYS.isdisjoint(raw)
         ]
-        self.nested = [
-            p for p, kind in enumerate(self.kinds) if kind == "tool_result" and _has_nested_control(raws[p])
-        ]
+        self.nested = [p for p in _positions(named, "tool_result") if _has_nested_control(raws[p])]
 
     def controls(self) -> list[tuple[int, JSON]]:
         """(position, ``cache_control``) of each unit that carries a marker, in order."""
@@ -423,14 +421,21 @@ def images_present(raws: Sequence[JSON], kinds: Sequence[str]) -> bool:
     image blocks in its ``content`` (tool-use docs, "tool_result ... content ... image blocks"):
     Claude Code returns screenshots that way.
     """
-    for raw, kind in zip(raws, kinds, strict=True):
-        if kind == "image":
-            return True
-        if kind == "tool_result" and isinstance(raw, dict):
+    if "image" in kinds:
+        return True
+    for position in _positions(kinds, "tool_result"):
+        raw = raws[position]
+        if isinstance(raw, dict):
             content = raw.get("content")
             if isinstance(content, list) and any(_kind(part) == "image" for part in content):
                 return True
     return False
+
+
+def _positions(kinds: Sequence[str], kind: str) -> list[int]:
+    """The positions of the units of ``kind``, found by C-level iterators: one Python step per unit
+    costs more than the work done on the few units of a kind."""
+    return list(compress(count(), map(eq, kinds, repeat(kind))))
 
 
 def _citations_enabled(raws: list[JSON], kinds: list[str]) -> bool:
