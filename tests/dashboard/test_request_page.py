@@ -217,3 +217,30 @@ def test_a_read_of_another_sessions_prefix_links_the_request_that_wrote_it(viewe
     assert main.get_absolute_url() in page
     # Another source's session shares no cache with it: nothing is read across.
     assert Request.objects.get(session=elsewhere).analysis.data["read_from"] is None
+
+
+@pytest.mark.django_db
+def test_the_request_page_names_the_lineage_the_engine_gave_a_side_call(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    def side_call(system: str, question: str, key: str, seconds: int) -> dict[str, object]:
+        request = {
+            "model": "claude-3-5-haiku-20241022",
+            "max_tokens": 64,
+            "system": [text(system)],
+            "messages": [{"role": "user", "content": [text(question)]}],
+        }
+        return capture(request, key=key, at=START + timedelta(seconds=seconds), read=0, write=0)
+
+    records = [
+        *conversation()[:2],
+        side_call("Write a title.", "the chat so far", "msg_title", 40),
+        side_call("Answer in one word.", "quota", "msg_quota", 50),
+    ]
+    session_analyse(session_id=ingest_captures(tmp_path, records).pk)
+    quota = Request.objects.get(key="msg_quota")
+    page = viewer_client.get(quota.get_absolute_url()).content.decode()
+
+    assert quota.lineage == "main"  # the capture reader knows no lineages
+    assert '<span title="lineage">side-2</span>' in page
+    assert "The first request of its lineage" in page  # not compared with the title call
