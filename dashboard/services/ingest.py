@@ -20,7 +20,7 @@ from django.utils import timezone
 from dashboard.models import Event, IngestError, IngestJob, IngestNotice, Request, Session, Source
 from dashboard.services.blocks import BlockStore
 from dashboard.services.event_writer import EventWriter
-from dashboard.services.followups import enqueue_session_followups
+from dashboard.services.followups import enqueue_session_followups, followups_record
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.projcache import projcache_ingest
 from dashboard.services.summaries import session_refresh_summary
@@ -183,6 +183,8 @@ def ingest_session(
     try:
         with gc_paused(), transaction.atomic():
             session = _write_session(imported, source, summary, blocks)
+            # The outbox row commits with the rows, so follow-ups cut off after the commit are resent.
+            followups_record(session.pk)
     except FormatError as error:
         # The log could not be read to its end: nothing of this session is kept, not half of it.
         del summary.errors[errors_before:]
@@ -432,7 +434,8 @@ def _record_on_job(job: IngestJob, summary: IngestSummary) -> None:
     job.requests_added = summary.requests_added
     job.duplicates = summary.duplicates
     job.error_count = len(summary.errors)
-    job.notice_count = len(summary.notices)
+    # Counted from the rows: an upload notes the empty files it skipped before the ingest ran.
+    job.notice_count = IngestNotice.objects.filter(job=job).count()
     job.status = IngestJob.Status.DONE
     job.finished_at = timezone.now()
     job.save()

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from dashboard.models import IngestJob
 from dashboard.services.ingest import IngestSummary, ingest_paths, input_size
+from dashboard.services.uploads import upload_remove_files
 
 DEFAULT_SOURCE = "uploads"
 """The source of a job that names none (an upload whose form left it empty)."""
@@ -41,7 +42,7 @@ def ingest_job_run(*, job_id: int, on_progress: JobProgressCallback | None = Non
         paths = [Path(p) for p in job.paths]
         job.bytes_total = input_size(paths)
         job.save(update_fields=["bytes_total"])
-        return ingest_paths(
+        summary = ingest_paths(
             paths=paths,
             source_name=job.source_name or DEFAULT_SOURCE,
             format=job.format or None,
@@ -53,6 +54,10 @@ def ingest_job_run(*, job_id: int, on_progress: JobProgressCallback | None = Non
     except Exception as error:
         ingest_job_fail(job_id=job_id, message=f"{type(error).__name__}: {error}")
         raise
+    if job.kind == IngestJob.Kind.UPLOAD:
+        # Stored now: the uploaded copies would only fill the disk. A failed job keeps them to retry.
+        upload_remove_files(job)
+    return summary
 
 
 def ingest_job_fail(*, job_id: int, message: str) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import shutil
 import uuid
 import zipfile
+import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -17,7 +19,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from dashboard.models import IngestJob
+from dashboard.models import IngestJob, IngestNotice
 
 
 class UploadRejected(ValueError):
@@ -29,10 +31,33 @@ def upload_dir(job: IngestJob) -> Path:
     return Path(settings.DATA_DIR) / "uploads" / f"{job.pk}-{uuid.uuid4().hex[:12]}"
 
 
+UPLOAD_MAX_DEPTH = 32
+"""Folders a zip member may sit under: real log trees are a few levels deep."""
+NAME_PART_MAX_BYTES = 255
+"""Bytes of one file or folder name, the limit of common file systems."""
+NAME_MAX_BYTES = 1000
+"""Bytes of a member's whole path, which the job's error and notice rows keep."""
+EMPTY_FILE_NOTICE = "empty: skipped, there is nothing in it to ingest"
+
+
+@dataclass
+class _Saved:
+    """What an upload kept: the count of files written, and the empty files skipped."""
+
+    files: int = 0
+    skipped_empty: list[str] = field(default_factory=list)
+
+
 def upload_create_job(
     *, files: Sequence[UploadedFile], source_name: str, format: str | None, user: Any
 ) -> IngestJob:
-    """Save ``files`` for a new, queued ingest job; the caller enqueues the job's task."""
+    """Save ``files`` for a new, queued ingest job; the caller enqueues the job's task.
+
+    Empty files are skipped, each with a notice on the job; an upload with nothing else is refused,
+    and no job is left behind by any refusal.
+    """
+    if not files:
+        raise UploadRejected("choose at least one file to upload")
     limit = settings.CACHESCOPE_MAX_UPLOAD_BYTES
     total = sum(f.size or 0 for f in files)
     if total > limit:
@@ -46,18 +71,35 @@ def upload_create_job(
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         folder = upload_dir(job)
+        saved = _Saved()
         try:
             for uploaded in files:
-                _save_upload(uploaded, folder, limit)
+                _save_upload(uploaded, folder, limit, saved)
+            if not saved.files:
+                raise UploadRejected("nothing to ingest: every file is empty")
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
+        IngestNotice.objects.bulk_create(
+            IngestNotice(job=job, path=name[-1000:], line=None, field="file", reason=EMPTY_FILE_NOTICE)
+            for name in saved.skipped_empty
+        )
         job.paths = [str(folder)]
-        job.save(update_fields=["paths"])
+        job.notice_count = len(saved.skipped_empty)
+        job.save(update_fields=["paths", "notice_count"])
     return job
 
 
-def _save_upload(uploaded: UploadedFile, folder: Path, limit: int) -> None:
+def upload_remove_files(job: IngestJob) -> None:
+    """Delete the files an upload job saved, once ingested; never anything outside the uploads folder."""
+    root = (Path(settings.DATA_DIR) / "uploads").resolve()
+    for path in job.paths:
+        folder = Path(path).resolve()
+        if folder.is_relative_to(root) and folder != root:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _save_upload(uploaded: UploadedFile, folder: Path, limit: int, saved: _Saved) -> None:
     name = _safe_name(uploaded.name or "upload")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
@@ -65,8 +107,13 @@ def _save_upload(uploaded: UploadedFile, folder: Path, limit: int) -> None:
         for chunk in uploaded.chunks():
             out.write(chunk)
     if name.lower().endswith(".zip"):
-        extract_zip(target, folder / Path(name).stem, limit=limit)
+        extract_zip(target, folder / Path(name).stem, limit=limit, saved=saved)
         target.unlink()
+    elif target.stat().st_size == 0:
+        target.unlink()
+        saved.skipped_empty.append(name)
+    else:
+        saved.files += 1
 
 
 def _safe_name(name: str) -> str:
@@ -76,36 +123,99 @@ def _safe_name(name: str) -> str:
     return base
 
 
-def extract_zip(archive: Path, destination: Path, *, limit: int) -> None:
-    """Extract ``archive`` under ``destination``, refusing path traversal and oversized contents.
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 120 else f"{name[:60]}…{name[-40:]}")
 
-    Sizes are checked from the archive's directory before anything is decompressed, and again
-    while writing, since a directory can lie about them.
+
+def check_zip_members(archive_name: str, members: Sequence[zipfile.ZipInfo], *, max_files: int) -> None:
+    """Refuse an archive whose members could not be written as listed, before anything is extracted.
+
+    Checked: the number of files, each name (no absolute path or ``..``, no part over
+    :data:`NAME_PART_MAX_BYTES` bytes, no more than :data:`UPLOAD_MAX_DEPTH` folders deep), no name
+    twice, and no name that is a file for one member and a folder for another.
     """
+    files = [m for m in members if not m.is_dir()]
+    if len(files) > max_files:
+        raise UploadRejected(f"{archive_name}: has {len(files):,} files; the limit is {max_files:,}")
+    file_paths: set[PurePosixPath] = set()
+    folders: set[PurePosixPath] = set()
+    for member in members:
+        relative = _member_path(archive_name, member.filename)
+        folders.update(relative.parents)
+        if member.is_dir():
+            folders.add(relative)
+        elif relative in file_paths:
+            raise UploadRejected(f"{archive_name}: member {_shown(member.filename)} appears twice")
+        else:
+            file_paths.add(relative)
+    clash = next(iter(sorted(file_paths & folders)), None)
+    if clash is not None:
+        raise UploadRejected(
+            f"{archive_name}: {_shown(str(clash))} is both a file and a folder in the archive"
+        )
+
+
+def _member_path(archive_name: str, filename: str) -> PurePosixPath:
+    name = filename.replace("\\", "/")
+    relative = PurePosixPath(name)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise UploadRejected(f"{archive_name}: member {_shown(filename)} points outside the archive")
+    if len(relative.parts) - 1 > UPLOAD_MAX_DEPTH:
+        raise UploadRejected(
+            f"{archive_name}: member {_shown(filename)} is {len(relative.parts) - 1:,} folders deep; "
+            f"the limit is {UPLOAD_MAX_DEPTH}"
+        )
+    if len(name.encode()) > NAME_MAX_BYTES:
+        raise UploadRejected(
+            f"{archive_name}: member {_shown(filename)} is longer than {NAME_MAX_BYTES} bytes"
+        )
+    if any(len(part.encode()) > NAME_PART_MAX_BYTES for part in relative.parts):
+        raise UploadRejected(
+            f"{archive_name}: member {_shown(filename)} has a name longer than {NAME_PART_MAX_BYTES} bytes"
+        )
+    return relative
+
+
+def extract_zip(archive: Path, destination: Path, *, limit: int, saved: _Saved | None = None) -> None:
+    """Extract ``archive`` under ``destination`` after :func:`check_zip_members`, refusing oversized contents.
+
+    Sizes are checked from the archive's directory before anything is decompressed, and again from
+    the bytes really written, since a directory can lie about them. A member that turns out empty is
+    not kept, and is noted in ``saved``.
+    """
+    saved = saved if saved is not None else _Saved()
     try:
         bundle = zipfile.ZipFile(archive)
     except zipfile.BadZipFile as error:
         raise UploadRejected(f"{archive.name}: not a readable zip archive ({error})") from None
     with bundle:
-        members = [m for m in bundle.infolist() if not m.is_dir()]
-        declared = sum(m.file_size for m in members)
+        members = bundle.infolist()
+        check_zip_members(archive.name, members, max_files=settings.CACHESCOPE_UPLOAD_MAX_FILES)
+        files = [m for m in members if not m.is_dir()]
+        declared = sum(m.file_size for m in files)
         if declared > limit:
             raise UploadRejected(f"{archive.name}: expands to {declared:,} bytes; the limit is {limit:,}")
         root = destination.resolve()
-        for member in members:
-            relative = PurePosixPath(member.filename.replace("\\", "/"))
-            if relative.is_absolute() or ".." in relative.parts:
-                raise UploadRejected(f"{archive.name}: member {member.filename!r} points outside the archive")
-            target = (root / relative).resolve()
-            if not target.is_relative_to(root):
-                raise UploadRejected(f"{archive.name}: member {member.filename!r} points outside the archive")
         written = 0
-        for member in members:
-            target = root / PurePosixPath(member.filename.replace("\\", "/"))
+        for member in files:
+            relative = PurePosixPath(member.filename.replace("\\", "/"))
+            target = root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            with bundle.open(member) as source, target.open("wb") as out:
-                while chunk := source.read(1 << 20):
-                    written += len(chunk)
-                    if written > limit:
-                        raise UploadRejected(f"{archive.name}: expands past the limit of {limit:,} bytes")
-                    out.write(chunk)
+            size = 0
+            try:
+                with bundle.open(member) as source, target.open("wb") as out:
+                    while chunk := source.read(1 << 20):
+                        size += len(chunk)
+                        if written + size > limit:
+                            raise UploadRejected(f"{archive.name}: expands past the limit of {limit:,} bytes")
+                        out.write(chunk)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as error:
+                raise UploadRejected(
+                    f"{archive.name}: member {_shown(member.filename)} cannot be read ({error})"
+                ) from None
+            written += size
+            if size == 0:
+                target.unlink()
+                saved.skipped_empty.append(f"{archive.name}/{relative}")
+            else:
+                saved.files += 1

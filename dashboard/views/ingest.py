@@ -31,6 +31,11 @@ class MultipleFileField(forms.FileField):
     def clean(self, data: object, initial: object = None) -> list[object]:
         single = super().clean
         if isinstance(data, list | tuple):
+            if not data and self.required:
+                # Also what a file whose name cannot be used (``..``) comes to: Django drops it.
+                raise forms.ValidationError(
+                    "Choose at least one file to upload (a file named “..” or with no name is dropped)."
+                )
             return [single(item, initial) for item in data]
         return [single(data, initial)]
 
