@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.services.api_ingest import BatchLimits, BodyRejected, Readable, api_ingest, body_read
-from dashboard.services.followups import broker_reachable
+from dashboard.services.followups import broker_reachable, followups_resend
 from dashboard.services.tokens import token_authenticate
 
 REALM = 'Bearer realm="cachescope"'
@@ -91,6 +91,8 @@ def ingest(request: HttpRequest) -> JsonResponse:
             result = api_ingest(body=body, source=token.source, limits=BatchLimits.from_settings())
     except BodyRejected as rejected:
         return _error(rejected.status, rejected.message)
+    # The broker answers: enqueue what an earlier request, cut off after its commit, left behind.
+    followups_resend()
     answer = result.as_dict()
     if result.analysis_pending:
         answer["message"] = (

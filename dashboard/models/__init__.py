@@ -2,6 +2,7 @@
 
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.blocks import Block
+from dashboard.models.followups import PendingFollowup
 from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
 from dashboard.models.prices import ModelPrice
 from dashboard.models.projections import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow
@@ -21,6 +22,7 @@ __all__ = [
     "IngestJob",
     "IngestNotice",
     "ModelPrice",
+    "PendingFollowup",
     "ProjcacheCheck",
     "ProjectionRow",
     "Request",

@@ -3,13 +3,22 @@
 Called on commit, so a task never looks for rows that a rolled-back transaction never wrote. A
 broker that is down then must not undo anything: the rows are committed, the failure is reported
 as "analysis pending", and the next ingest of the session enqueues its follow-ups again.
+
+Enqueueing after a commit can be cut short (a web worker killed at its timeout), so the session's
+transaction also writes a :class:`PendingFollowup` row, an outbox, deleted once the follow-ups are
+enqueued. :func:`followups_resend` enqueues what such a request left behind; every follow-up is
+idempotent, so enqueueing one twice costs a repeated task, never a wrong row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
+from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
+
+from dashboard.models import PendingFollowup
 
 BROKER_ERRORS: tuple[type[BaseException], ...] = (BrokerError, ConnectionError, TimeoutError)
 """What enqueueing raises while the broker cannot be reached."""
@@ -23,15 +32,42 @@ def register_followup(enqueue: Callable[[int], None]) -> Callable[[int], None]:
     return enqueue
 
 
+RESEND_AFTER = timedelta(minutes=2)
+"""How old an outbox row must be before a resend takes it: older than any request still enqueueing."""
+RESEND_BATCH = 100
+
+
+def followups_record(session_id: int) -> None:
+    """Note, inside the session's transaction, that its follow-ups are still to be enqueued."""
+    PendingFollowup.objects.bulk_create([PendingFollowup(session_id=session_id)], ignore_conflicts=True)
+
+
 def enqueue_session_followups(session_id: int) -> bool:
-    """Enqueue every follow-up of ``session_id``; ``False`` when the broker refused any of them."""
+    """Enqueue every follow-up of ``session_id``; ``False`` when the broker refused any of them.
+
+    Once all are enqueued the session's outbox row is deleted; a refused one leaves it for a resend.
+    """
     delivered = True
     for enqueue in _FOLLOWUPS:
         try:
             enqueue(session_id)
         except BROKER_ERRORS:
             delivered = False
+    if delivered:
+        PendingFollowup.objects.filter(session_id=session_id).delete()
     return delivered
+
+
+def followups_resend(*, older_than: timedelta = RESEND_AFTER, limit: int = RESEND_BATCH) -> int:
+    """Enqueue the follow-ups of up to ``limit`` sessions left in the outbox; return how many went."""
+    cutoff = timezone.now() - older_than
+    pending = PendingFollowup.objects.filter(since__lte=cutoff).order_by("since")
+    sent = 0
+    for session_id in list(pending.values_list("session_id", flat=True)[:limit]):
+        if not enqueue_session_followups(session_id):
+            break  # the broker is down: the rest wait for the next resend
+        sent += 1
+    return sent
 
 
 def broker_reachable(*, timeout: float = 2.0) -> bool:
