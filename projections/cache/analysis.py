@@ -14,10 +14,17 @@ from datetime import datetime
 
 from projections.cache.causes import Cause, classify_change
 from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
-from projections.cache.cross_session import TTL_SECONDS, PrefixIndex, WriterRef
+from projections.cache.cross_session import PrefixIndex, WriterRef
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.lineage import assign_lineages
-from projections.cache.providers import CacheEntry, CachePredictor, CallInput, Prediction, cache_facts
+from projections.cache.providers import (
+    TTL_SECONDS,
+    CacheEntry,
+    CachePredictor,
+    CallInput,
+    Prediction,
+    cache_facts,
+)
 from projections.cache.rendered_request import RenderedRequest, Tier
 from projections.cache.rendering import render_request
 from projections.cache.warnings import (

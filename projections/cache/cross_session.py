@@ -23,14 +23,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from projections.cache.providers import TTL_SECONDS
 from projections.cache.results import RequestResult
 from projections.normalized import JSON, RequestRecord
 
-TTL_SECONDS = {"5m": 300.0, "1h": 3_600.0}
-"""How long an Anthropic breakpoint's entry lives after it was written or last read."""
-
 WINDOW = timedelta(seconds=TTL_SECONDS["1h"])
-"""How far before a session's first request another session's write can still be read."""
+"""How far before a session's first request another session's writes are looked for: Anthropic's
+longest TTL (an OpenAI entry kept longer and written earlier is not looked for)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +148,7 @@ def marker_writes(
             continue
         prefix_hash, position, tokens = row.get("prefix_hash"), row.get("position"), row.get("prefix_tokens")
         if isinstance(prefix_hash, str) and isinstance(position, int) and isinstance(tokens, int):
-            ttl = "1h" if row.get("ttl") == "1h" else "5m"
+            ttl = row["ttl"] if row.get("ttl") in TTL_SECONDS else "5m"
             out.append(WrittenPrefix(writer, model, tokens, started_at, ttl, prefix_hash, position))
     return out
 
