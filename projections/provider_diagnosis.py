@@ -30,6 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+MAX_MISSED_TOKENS = 10**9
+"""The largest stated miss count kept: usage's own bound on a call's tokens (``usage.MAX_TOKEN_COUNT``),
+repeated here because the usage module imports this one's dependants."""
+
 ANTHROPIC_REASON_TIERS: Mapping[str, frozenset[str]] = {
     "model_changed": frozenset({"model"}),
     "system_changed": frozenset({"system"}),
@@ -168,6 +172,7 @@ def engine_tier(first_change: Any) -> str | None:
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    # A count past any real prompt (or past the 64-bit column it is stored in) is as good as unstated.
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MISSED_TOKENS:
         return None
     return int(value)

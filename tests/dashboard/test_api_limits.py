@@ -15,7 +15,7 @@ from django.db import OperationalError, close_old_connections, connection
 from django.test import Client
 from django.test.utils import override_settings
 
-from dashboard.models import Event, Session, Source
+from dashboard.models import Event, Request, Session, Source
 from dashboard.services.db_retry import is_retryable, retrying
 from dashboard.services.tokens import token_create
 from projections.formats.limits import MAX_SEQ
@@ -256,3 +256,28 @@ def test_concurrent_batches_holding_the_same_sessions_in_opposite_orders_all_suc
         thread.join()
     assert statuses == [200] * 8
     assert Session.objects.filter(external_id__in=names).count() == len(names)
+
+
+def test_a_stated_miss_count_past_any_column_is_dropped_and_the_request_stored(
+    client: Client, secret: str
+) -> None:
+    line = {
+        "type": "request",
+        "session": "s1",
+        "request": {"model": "claude-sonnet-4-20250514", "messages": [{"role": "user", "content": "hi"}]},
+        "response": {
+            "id": "msg_1",
+            "type": "message",
+            "model": "claude-sonnet-4-20250514",
+            "usage": {"input_tokens": 12, "output_tokens": 7},
+            "diagnostics": {"cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 2**70}},
+        },
+    }
+    response = post(
+        client, secret, ndjson([*dsh_lines("s1", turns=1), line]) + ndjson(dsh_lines("s2", turns=1))
+    )
+    assert response.status_code == 200
+    stored = Request.objects.get(key="msg_1")
+    assert stored.provider_miss_reason == "tools_changed"
+    assert stored.provider_missed_tokens is None
+    assert Session.objects.filter(external_id="s2").exists()
