@@ -77,7 +77,9 @@ class BlockStore:
         """Write the queued blocks that the database does not hold yet."""
         if not self._pending:
             return
-        hashes = list(self._pending)
+        # In hash order, so two transactions writing the same new blocks wait on each other in one
+        # order and cannot deadlock on the unique index.
+        hashes = sorted(self._pending)
         for start in range(0, len(hashes), 500):
             chunk = hashes[start : start + 500]
             existing = set(Block.objects.filter(hash__in=chunk).values_list("hash", flat=True))

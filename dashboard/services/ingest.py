@@ -408,7 +408,8 @@ def link_parents(source: Source) -> int:
     """Attach subagent and forked sessions to their parent once both are stored; return how many."""
     linked = 0
     orphans = Session.objects.filter(source=source, parent__isnull=True).exclude(parent_external_id="")
-    for child in orphans.only("id", "parent_external_id"):
+    # By id, so concurrent batches update the children they share in one order (no deadlock).
+    for child in orphans.only("id", "parent_external_id").order_by("pk"):
         parent_id = (
             Session.objects.filter(source=source, external_id=child.parent_external_id)
             .values_list("id", flat=True)

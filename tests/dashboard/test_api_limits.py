@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -13,9 +14,9 @@ import psycopg.errors
 import pytest
 from django.db import OperationalError, close_old_connections, connection
 from django.test import Client
-from django.test.utils import override_settings
+from django.test.utils import CaptureQueriesContext, override_settings
 
-from dashboard.models import Event, Request, Session, Source
+from dashboard.models import Block, Event, Request, Session, Source
 from dashboard.services.db_retry import is_retryable, retrying
 from dashboard.services.tokens import token_create
 from projections.formats.limits import MAX_SEQ
@@ -270,7 +271,9 @@ def test_a_stated_miss_count_past_any_column_is_dropped_and_the_request_stored(
             "type": "message",
             "model": "claude-sonnet-4-20250514",
             "usage": {"input_tokens": 12, "output_tokens": 7},
-            "diagnostics": {"cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 2**70}},
+            "diagnostics": {
+                "cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 2**70}
+            },
         },
     }
     response = post(
@@ -281,3 +284,29 @@ def test_a_stated_miss_count_past_any_column_is_dropped_and_the_request_stored(
     assert stored.provider_miss_reason == "tools_changed"
     assert stored.provider_missed_tokens is None
     assert Session.objects.filter(external_id="s2").exists()
+
+
+def test_new_blocks_are_inserted_in_hash_order_so_concurrent_batches_cannot_deadlock_on_them(
+    client: Client, secret: str
+) -> None:
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 50} for i in range(9)
+    ]
+    line = {
+        "type": "request",
+        "session": "s1",
+        "request": {"model": "claude-sonnet-4-20250514", "system": "Be terse.", "messages": messages},
+        "response": {"id": "msg_1", "type": "message", "usage": {"input_tokens": 900, "output_tokens": 7}},
+    }
+    with CaptureQueriesContext(connection) as queries:
+        assert post(client, secret, ndjson([line])).status_code == 200
+    inserts = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("INSERT") and 'INTO "dashboard_block"' in q["sql"]
+    ]
+    (insert,) = inserts
+    stored = set(Block.objects.values_list("hash", flat=True))
+    written = [h for h in re.findall(r"'([^']+)'", insert) if h in stored]
+    assert len(written) == len(stored) > 5
+    assert written == sorted(written)
