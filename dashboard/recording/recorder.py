@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
+from dashboard.recording.archive import Archive
 from dashboard.recording.capture import CapturedCall
 from dashboard.recording.conversations import Conversations
 from dashboard.recording.spool import Spool
@@ -60,12 +61,14 @@ class Recorder:
         *,
         source_name: str,
         spool: Spool,
+        archive: Archive | None = None,
         store: Store = ingest_recorded,
         retry_seconds: float = RETRY_SECONDS,
         queue_size: int = QUEUE_SIZE,
     ) -> None:
         self.source_name = source_name
         self.spool = spool
+        self.archive = archive
         self.store = store
         self.retry_seconds = retry_seconds
         self.stats = RecorderStats()
@@ -166,6 +169,9 @@ class Recorder:
                 self.stats.failed += 1
                 continue
             sessions.setdefault(call.session_id, []).append(RecordedCall(call.call_id, record))
+        if self.archive is not None:
+            for session_id, calls in sessions.items():
+                self.archive.append(session_id, calls)
         # Spooled batches are older: they go first, and while they cannot, the new ones join them.
         spool_first = bool(self.spool.pending()) and not self._store_spooled()
         for session_id, calls in sessions.items():

@@ -31,7 +31,9 @@ _STORED, _SPOOLED, _DROPPED, _FAILED = range(4)
 class RecorderProcess:
     """Hands finished calls to a recorder in a child process; never blocks the caller."""
 
-    def __init__(self, *, source_name: str, spool: Spool, queue_size: int = QUEUE_SIZE) -> None:
+    def __init__(
+        self, *, source_name: str, spool: Spool, archive: Path | None, queue_size: int = QUEUE_SIZE
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self.spool = spool
         self.dropped_here = 0
@@ -43,9 +45,10 @@ class RecorderProcess:
                 self._queue,
                 self._counts,
                 source_name,
-                str(spool.folder),
+                spool.folder,
                 spool.max_bytes,
                 spool.max_files,
+                archive,
             ),
             name="cachescope-recorder",
         )
@@ -100,7 +103,13 @@ class RecorderProcess:
 
 
 def serve(
-    calls: Any, counts: Any, source_name: str, spool_folder: str, max_bytes: int, max_files: int
+    calls: Any,
+    counts: Any,
+    source_name: str,
+    spool_folder: Path,
+    max_bytes: int,
+    max_files: int,
+    archive: Path | None,
 ) -> None:
     """The child: relay calls from the pipe to a :class:`Recorder` until the stop sign comes."""
     # Ctrl-C reaches the whole process group; the parent decides when the recorder stops.
@@ -111,10 +120,13 @@ def serve(
     import django
 
     django.setup()
+    from dashboard.recording.archive import Archive
     from dashboard.recording.recorder import Recorder
 
     recorder = Recorder(
-        source_name=source_name, spool=Spool(Path(spool_folder), max_bytes=max_bytes, max_files=max_files)
+        source_name=source_name,
+        spool=Spool(spool_folder, max_bytes=max_bytes, max_files=max_files),
+        archive=Archive(archive) if archive is not None else None,
     )
     recorder.start()
     while True:

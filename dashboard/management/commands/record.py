@@ -52,6 +52,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--spool-max-files", type=int, default=DEFAULT_MAX_FILES, help="Spool file bound."
         )
+        parser.add_argument(
+            "--no-archive",
+            action="store_true",
+            help="Do not keep each session's calls whole as a claude-trace log under the data folder.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -64,7 +69,8 @@ class Command(BaseCommand):
             max_bytes=int(options["spool_max_mb"] * 2**20),
             max_files=options["spool_max_files"],
         )
-        recorder = RecorderProcess(source_name=options["source"], spool=spool)
+        archive = None if options["no_archive"] else Path(settings.DATA_DIR) / "record" / options["source"]
+        recorder = RecorderProcess(source_name=options["source"], spool=spool, archive=archive)
         proxy = RecordingProxy(
             ProxySettings(
                 upstream=options["upstream"],
@@ -88,7 +94,8 @@ class Command(BaseCommand):
             raise CommandError(f"cannot listen on {address.host}:{address.port}: {error}") from None
         self.stdout.write(
             f"recording on http://{address.host}:{port} -> {options['upstream']} as source "
-            f"{options['source']!r}{' with cache diagnostics' if options['diagnose'] else ''}",
+            f"{options['source']!r}{' with cache diagnostics' if options['diagnose'] else ''}"
+            f"{f', archived in {archive}' if archive else ''}",
         )
         self.stdout.flush()
         last = ""

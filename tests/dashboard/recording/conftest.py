@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dashboard.recording.archive import Archive
 from dashboard.recording.proxy import ProxyServer, ProxySettings, RecordingProxy
 from dashboard.recording.recorder import Recorder, Store
 from dashboard.recording.spool import Spool
@@ -26,6 +27,7 @@ class Recording:
     server: ProxyServer
     recorder: Recorder
     spool: Spool
+    archive: Archive
 
     @property
     def port(self) -> int:
@@ -74,10 +76,13 @@ def start_recording(tmp_path: Path) -> Iterator[Callable[..., Recording]]:
 
     def start(*, store: Store = ingest_recorded, spool: Spool | None = None, **settings: Any) -> Recording:
         spool = spool or Spool(tmp_path / "record-spool")
-        recorder = Recorder(source_name="recorded", spool=spool, store=store, retry_seconds=0.1)
+        archive = Archive(tmp_path / "archive")
+        recorder = Recorder(
+            source_name="recorded", spool=spool, archive=archive, store=store, retry_seconds=0.1
+        )
         recorder.start()
         server = ProxyServer(RecordingProxy(ProxySettings(**settings), recorder), "127.0.0.1", 0)
-        recording = Recording(server=server, recorder=recorder, spool=spool)
+        recording = Recording(server=server, recorder=recorder, spool=spool, archive=archive)
         started.append(recording)
         server.start()
         return recording

@@ -75,3 +75,5 @@ def test_the_command_records_through_its_recorder_process_and_leaves_nothing_run
     assert still_running(helpers, within=5.0) == []
     assert Session.objects.get(source__name="cli").request_count == 2
     assert Request.objects.count() == 2
+    [archived] = (tmp_path / "record" / "cli").iterdir()
+    assert len(archived.read_text().splitlines()) == 2

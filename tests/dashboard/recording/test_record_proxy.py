@@ -16,6 +16,7 @@ from django.db import IntegrityError, OperationalError
 from dashboard.models import Request, Session
 from dashboard.recording.diagnose import BETA
 from dashboard.recording.spool import Spool
+from dashboard.services.ingest import ingest_paths
 from dashboard.services.record_ingest import ingest_recorded
 from tests.dashboard.recording.conftest import TIMEOUT, call
 from tests.dashboard.recording.fake_upstream import FakeUpstream
@@ -200,9 +201,12 @@ def test_credentials_are_never_stored_nor_spooled(upstream: FakeUpstream, start_
 
     dump = StringIO()
     call_command("dumpdata", "dashboard", stdout=dump)
+    archived = "".join(path.read_text() for path in recording.archive.folder.iterdir())
+    assert "req_fake00002" in archived
     for secret in [*secrets.values(), "secret-seven"]:
         assert secret.split()[-1] not in spooled
         assert secret.split()[-1] not in dump.getvalue()
+        assert secret.split()[-1] not in archived
 
 
 def test_calls_are_spooled_while_the_database_is_away_and_stored_in_order_when_it_is_back(
@@ -341,3 +345,21 @@ def test_a_batch_that_can_never_be_stored_is_counted_and_does_not_hold_up_later_
     assert recording.recorder.stats.failed == 1
     assert recording.spool.pending() == []
     assert list(Request.objects.values_list("key", flat=True)) == ["req_fake00002"]
+
+
+def test_the_archive_is_a_claude_trace_log_that_ingests_as_the_same_session(
+    upstream: FakeUpstream, start_recording: Any
+) -> None:
+    recording = start_recording(upstream=upstream.url, diagnose=True)
+    call(recording.port, "/v1/messages", turn("plan", stream=True))
+    call(recording.port, "/v1/messages", turn("plan", "ok", "go"))
+    recording.settle(2)
+    session = Session.objects.get()
+
+    [log] = list(recording.archive.folder.iterdir())
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert "event: message_start" in records[0]["response"]["body_raw"]
+    assert records[1]["response"]["body"]["diagnostics"]["cache_miss_reason"]["type"] == "system_changed"
+    again = ingest_paths(paths=[log], source_name="recorded")
+    assert (again.sessions_unchanged, again.requests_added) == (1, 0)
+    assert session.external_id == log.name.removesuffix(".jsonl")
