@@ -149,9 +149,12 @@ CELERY_TASK_ROUTES = {
     "dashboard.tasks.refold*": {"queue": "refold"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# A claimed job is leased for this many seconds and renewed by its worker while it runs; a job
+# whose worker died is handed to another within about one lease (the workers sweep every half lease).
+CACHESCOPE_JOB_LEASE_SECONDS = env_int("CACHESCOPE_JOB_LEASE_SECONDS", 30, minimum=2)
 # A task a worker took but never acknowledged (the worker died) goes back to the queue after this
-# many seconds, for the next worker to run again (acks_late tasks are idempotent). It must exceed
-# the longest task, or a slow task would be handed to a second worker while the first still runs.
+# many seconds, for the next worker to run again (acks_late tasks are idempotent). A job's lease,
+# not this, decides who runs it: a task handed out again while its job's lease is live does nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
 }

@@ -38,6 +38,7 @@ dashboard_patterns = [
     ),
     path("ingest/", ingest.ingest_page, name="ingest"),
     path("ingest/<int:job_id>/", ingest.ingest_job, name="ingest_job"),
+    path("ingest/<int:job_id>/retry/", ingest.ingest_job_retry, name="ingest_job_retry"),
     path("manage/tokens/", admin_pages.token_list, name="tokens"),
     path("manage/tokens/<int:token_id>/revoke/", admin_pages.token_revoke_view, name="token_revoke"),
     path("manage/prices/", admin_pages.price_list, name="prices"),

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -8,18 +10,33 @@ from django.utils import timezone
 
 
 class IngestJobQuerySet(models.QuerySet["IngestJob"]):
-    def claim(self, *, job_id: int, owner: str) -> bool:
-        """Take job ``job_id`` for ``owner`` with one conditional UPDATE; ``False`` when it is not free.
+    def claim(self, *, job_id: int, owner: str, lease_seconds: int) -> bool:
+        """Lease job ``job_id`` to ``owner`` for ``lease_seconds`` with one conditional UPDATE.
 
-        A queued job is free, and so is a running one ``owner`` already holds: the same task
-        delivered again after its worker died. That redelivery starts the job over, so its progress
-        restarts from zero. A job another owner holds, or a finished one, is left alone.
+        Only a queued job, or a running one whose lease has run out (its worker died), can be taken;
+        a live lease is never taken, whoever asks, even a second delivery of the same task. Taking
+        a job over starts it again, so its progress restarts from zero (ingest is idempotent).
         """
-        claimable = Q(status=IngestJob.Status.QUEUED) | Q(status=IngestJob.Status.RUNNING, claimed_by=owner)
-        claimed = self.filter(claimable, pk=job_id).update(
-            status=IngestJob.Status.RUNNING, started_at=timezone.now(), claimed_by=owner[:200], bytes_done=0
+        now = timezone.now()
+        lapsed = Q(status=IngestJob.Status.RUNNING) & (Q(lease_until__lt=now) | Q(lease_until__isnull=True))
+        claimed = self.filter(Q(status=IngestJob.Status.QUEUED) | lapsed, pk=job_id).update(
+            status=IngestJob.Status.RUNNING,
+            started_at=now,
+            claimed_by=owner[:200],
+            lease_until=now + timedelta(seconds=lease_seconds),
+            bytes_done=0,
         )
         return bool(claimed)
+
+    def renew(self, *, job_id: int, owner: str, lease_seconds: int) -> bool:
+        """Extend ``owner``'s lease on a running job; ``False`` when the lease is no longer theirs."""
+        until = timezone.now() + timedelta(seconds=lease_seconds)
+        held = self.filter(pk=job_id, status=IngestJob.Status.RUNNING, claimed_by=owner[:200])
+        return bool(held.update(lease_until=until))
+
+    def lapsed(self) -> IngestJobQuerySet:
+        """Running jobs whose lease ran out: their worker stopped renewing it."""
+        return self.filter(status=IngestJob.Status.RUNNING, lease_until__lt=timezone.now())
 
 
 class IngestJob(models.Model):
@@ -27,6 +44,7 @@ class IngestJob(models.Model):
 
     class Status(models.TextChoices):
         QUEUED = "queued"
+        NOT_QUEUED = "not_queued", "not queued"
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
@@ -47,6 +65,9 @@ class IngestJob(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="The claim holds until then; the running worker keeps moving it on."
+    )
 
     bytes_total = models.BigIntegerField(default=0)
     bytes_done = models.BigIntegerField(default=0)

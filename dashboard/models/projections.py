@@ -54,6 +54,7 @@ class FoldRun(models.Model):
 
     class Status(models.TextChoices):
         QUEUED = "queued"
+        NOT_QUEUED = "not_queued", "not queued"
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
@@ -86,6 +87,11 @@ class FoldRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="When a worker last finished a session."
+    )
+    lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The run's claim holds until then; each finished session moves it on.",
     )
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from dashboard.models import IngestJob
 from dashboard.services.ingest import IngestSummary, ingest_paths, input_size
+from dashboard.services.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.services.uploads import upload_remove_files
 
 DEFAULT_SOURCE = "uploads"
@@ -23,16 +24,35 @@ DEFAULT_SOURCE = "uploads"
 JobProgressCallback = Callable[[IngestJob], None]
 
 
-def ingest_job_run(*, job_id: int, on_progress: JobProgressCallback | None = None) -> IngestSummary:
-    """Ingest the files of claimed job ``job_id``; ``on_progress`` is given the job as each file ends.
+def ingest_job_claim(*, job_id: int, owner: str) -> bool:
+    """Lease job ``job_id`` to ``owner``: ``False`` when it is finished or another worker holds it."""
+    return IngestJob.objects.claim(job_id=job_id, owner=owner, lease_seconds=lease_seconds())
 
-    An unexpected error marks the job failed with the error's type and text, and is raised again. A
-    database :class:`~django.db.OperationalError` is not recorded: it is transient, and the task
-    retries the whole job (ingest is idempotent).
+
+def ingest_job_run(
+    *, job_id: int, owner: str, on_progress: JobProgressCallback | None = None
+) -> IngestSummary:
+    """Ingest the files of job ``job_id``, claimed by ``owner``; ``on_progress`` is given the job as
+    each file ends.
+
+    A heartbeat renews ``owner``'s lease while the ingest runs; should another worker take the job
+    over (this one stalled past its lease), :class:`~dashboard.services.leases.LeaseLost` is raised
+    at the next file. An unexpected error marks the job failed with the error's type and text, and
+    is raised again. A database :class:`~django.db.OperationalError` is not recorded: it is
+    transient, and the task retries the whole job (ingest is idempotent).
     """
+    seconds = lease_seconds()
+    with Heartbeat(
+        lambda: IngestJob.objects.renew(job_id=job_id, owner=owner, lease_seconds=seconds), seconds=seconds
+    ) as heartbeat:
+        return _run(job_id, heartbeat, on_progress)
+
+
+def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | None) -> IngestSummary:
     job = IngestJob.objects.get(pk=job_id)
 
     def advance(amount: int) -> None:
+        heartbeat.check()
         job.bytes_done += amount
         IngestJob.objects.filter(pk=job_id).update(bytes_done=job.bytes_done)
         if on_progress is not None:
@@ -49,7 +69,7 @@ def ingest_job_run(*, job_id: int, on_progress: JobProgressCallback | None = Non
             job=job,
             on_progress=advance,
         )
-    except OperationalError:
+    except (OperationalError, LeaseLost):
         raise
     except Exception as error:
         ingest_job_fail(job_id=job_id, message=f"{type(error).__name__}: {error}")
@@ -65,3 +85,55 @@ def ingest_job_fail(*, job_id: int, message: str) -> None:
     IngestJob.objects.filter(pk=job_id).exclude(status=IngestJob.Status.DONE).update(
         status=IngestJob.Status.FAILED, finished_at=timezone.now(), message=message[:2000]
     )
+
+
+def ingest_job_not_queued(*, job_id: int, reason: str) -> None:
+    """Mark a queued job whose task the broker refused: it waits for an operator's retry."""
+    IngestJob.objects.filter(pk=job_id, status=IngestJob.Status.QUEUED).update(
+        status=IngestJob.Status.NOT_QUEUED,
+        message=f"Not queued: the task broker did not answer ({reason[:500]}). Retry once it is back.",
+    )
+
+
+def ingest_job_retryable(job: IngestJob) -> bool:
+    """Whether an operator may queue ``job`` again: an upload that was never queued, or that failed,
+    whose files are still there."""
+    if job.kind != IngestJob.Kind.UPLOAD:
+        return False
+    if job.status not in (IngestJob.Status.NOT_QUEUED, IngestJob.Status.FAILED):
+        return False
+    return bool(job.paths) and all(Path(p).exists() for p in job.paths)
+
+
+def ingest_job_requeue(*, job_id: int) -> bool:
+    """Set a retryable job queued again with one conditional UPDATE; ``False`` when it is not retryable."""
+    job = IngestJob.objects.filter(pk=job_id).first()
+    if job is None or not ingest_job_retryable(job):
+        return False
+    reopened = IngestJob.objects.filter(pk=job_id, status=job.status).update(
+        status=IngestJob.Status.QUEUED, message="", finished_at=None, claimed_by="", lease_until=None
+    )
+    return bool(reopened)
+
+
+def ingest_jobs_release_lapsed() -> list[int]:
+    """Queue again the uploads whose worker's lease ran out, and fail the other lapsed jobs.
+
+    Returns the ids set queued, for the caller to enqueue. Each release is a conditional UPDATE on
+    the lapsed lease, so two sweeping workers never both release one job. Only an upload's files are
+    sure to be where any worker can read them; a command's or an API batch's job ends failed.
+    """
+    released = []
+    now = timezone.now()
+    for job_id, kind in IngestJob.objects.lapsed().values_list("pk", "kind"):
+        lapsed = IngestJob.objects.filter(pk=job_id, status=IngestJob.Status.RUNNING, lease_until__lt=now)
+        if kind == IngestJob.Kind.UPLOAD:
+            if lapsed.update(status=IngestJob.Status.QUEUED, claimed_by="", lease_until=None):
+                released.append(job_id)
+        else:
+            lapsed.update(
+                status=IngestJob.Status.FAILED,
+                finished_at=now,
+                message="The process running this ingest stopped before it finished; run it again.",
+            )
+    return released

@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -40,6 +41,7 @@ from dashboard.services.folds import (
     session_refresh_warning_count,
     session_warn,
 )
+from dashboard.services.leases import lease_seconds
 from projections.folds.registry import UnknownProjection, get_projection
 
 REFOLD_CHUNK = 25
@@ -90,21 +92,48 @@ def fold_run_create(
 
 
 def fold_run_claim(*, run_id: int, owner: str, resume: bool = False) -> bool:
-    """Take a queued run (or one this owner already holds) with one conditional UPDATE.
-
-    ``resume`` also takes a running run from whoever held it: for a run whose worker died.
+    """Lease a run to ``owner`` with one conditional UPDATE: a queued run, or a running one whose
+    lease ran out (its worker died). A live lease is never taken, even by the same task delivered
+    again; ``resume`` (an operator's or the sweep's) takes any running run.
     """
-    claimable = Q(status=FoldRun.Status.QUEUED) | Q(status=FoldRun.Status.RUNNING, claimed_by=owner)
+    now = timezone.now()
+    lapsed = Q(status=FoldRun.Status.RUNNING) & (Q(lease_until__lt=now) | Q(lease_until__isnull=True))
+    claimable = Q(status=FoldRun.Status.QUEUED) | lapsed
     if resume:
         claimable |= Q(status=FoldRun.Status.RUNNING)
-    now = timezone.now()
     claimed = FoldRun.objects.filter(claimable, pk=run_id).update(
         status=FoldRun.Status.RUNNING,
         claimed_by=owner[:200],
         started_at=Coalesce(F("started_at"), now),
         heartbeat_at=now,
+        lease_until=_lease_end(),
     )
     return bool(claimed)
+
+
+def _lease_end() -> Any:
+    return timezone.now() + timedelta(seconds=lease_seconds())
+
+
+def fold_run_not_queued(*, run_id: int, reason: str) -> None:
+    """Mark a run whose task the broker refused: it waits for an operator to resume it."""
+    FoldRun.objects.filter(pk=run_id, status__in=(FoldRun.Status.QUEUED, FoldRun.Status.RUNNING)).update(
+        status=FoldRun.Status.NOT_QUEUED,
+        message=f"Not queued: the task broker did not answer ({reason[:500]}). Resume once it is back.",
+    )
+
+
+def fold_runs_release_lapsed() -> list[int]:
+    """Runs whose lease ran out (no session finished within a lease), each leased afresh for the
+    caller to enqueue with ``resume``; a conditional UPDATE keeps two sweeps from both taking one."""
+    now = timezone.now()
+    released = []
+    lapsed = FoldRun.objects.filter(status=FoldRun.Status.RUNNING, lease_until__lt=now)
+    for run_id in lapsed.values_list("pk", flat=True):
+        again = FoldRun.objects.filter(pk=run_id, status=FoldRun.Status.RUNNING, lease_until__lt=now)
+        if again.update(lease_until=_lease_end()):
+            released.append(run_id)
+    return released
 
 
 def fold_run_resume(*, run_id: int) -> FoldRun:
@@ -265,6 +294,7 @@ def refold_session(*, run: FoldRun, session_id: int) -> FoldRunResult | None:
             to_state_bytes=F("to_state_bytes") + to_bytes,
             fold_seconds=F("fold_seconds") + seconds,
             heartbeat_at=timezone.now(),
+            lease_until=_lease_end(),
             **{counter: F(counter) + 1},
         )
         _warn(run, session_id, comparison, errors)

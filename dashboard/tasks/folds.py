@@ -16,6 +16,7 @@ from django.db import OperationalError
 from dashboard.models import FoldRun
 from dashboard.services.folds import fold_session
 from dashboard.services.followups import register_followup
+from dashboard.services.leases import lease_owner
 from dashboard.services.refold import (
     fold_run_chunks,
     fold_run_claim,
@@ -57,7 +58,7 @@ def refold_run_task(self: Task[Any, Any], run_id: int, resume: bool = False) -> 
     A second delivery of the same run finds it claimed by another task and does nothing; ``resume``
     takes a running run over and enqueues whatever has no result yet.
     """
-    owner = self.request.id or "in-process"
+    owner = lease_owner(self.request.id)
     if not fold_run_claim(run_id=run_id, owner=owner, resume=resume):
         return
     for chunk in fold_run_chunks(run_id=run_id):

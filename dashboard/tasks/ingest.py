@@ -7,8 +7,8 @@ from typing import Any
 from celery import Task, shared_task
 from django.db import OperationalError
 
-from dashboard.models import IngestJob
-from dashboard.services.ingest_jobs import ingest_job_run
+from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_run
+from dashboard.services.leases import LeaseLost, lease_owner
 
 
 @shared_task(
@@ -20,12 +20,16 @@ from dashboard.services.ingest_jobs import ingest_job_run
     max_retries=5,
 )
 def ingest_job_task(self: Task[Any, Any], job_id: int) -> None:
-    """Ingest the files of job ``job_id``.
+    """Ingest the files of job ``job_id`` under a lease (see :mod:`dashboard.services.leases`).
 
-    Ingest is idempotent, so a delivery of the same task after a worker died simply runs it again;
-    a job that another task owns, or that has finished, is left alone.
+    A job whose lease another worker holds, or that has finished, is left alone: a second delivery
+    of this task while the first still runs does nothing. A job whose worker died is taken over
+    once its lease runs out (ingest is idempotent, so it simply runs again).
     """
-    owner = self.request.id or "in-process"
-    if not IngestJob.objects.claim(job_id=job_id, owner=owner):
+    owner = lease_owner(self.request.id)
+    if not ingest_job_claim(job_id=job_id, owner=owner):
         return
-    ingest_job_run(job_id=job_id)
+    try:
+        ingest_job_run(job_id=job_id, owner=owner)
+    except LeaseLost:
+        return  # another worker has the job now; it finishes it

@@ -2,16 +2,20 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from dashboard.models import IngestJob
 from dashboard.roles import OPERATOR, has_role
+from dashboard.services.ingest_jobs import ingest_job_requeue, ingest_job_retryable
 from dashboard.services.uploads import UploadRejected, upload_create_job
-from dashboard.tasks import ingest_job_task
+from dashboard.tasks import ingest_job_enqueue
 from dashboard.views.htmx import HtmxHttpRequest
 from projections.formats import FORMAT_NAMES
 
@@ -69,7 +73,8 @@ def ingest_page(request: HttpRequest) -> HttpResponse:
             except UploadRejected as rejected:
                 form.add_error("files", str(rejected))
             else:
-                ingest_job_task.delay_on_commit(job.pk)  # type: ignore[attr-defined]
+                # Sent once the job's row is committed; a broker that does not answer marks it not queued.
+                transaction.on_commit(lambda: ingest_job_enqueue(job.pk))
                 return HttpResponseRedirect(job.get_absolute_url())
     jobs = Paginator(IngestJob.objects.select_related("created_by"), 30).get_page(request.GET.get("page"))
     context = {
@@ -86,8 +91,32 @@ def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(IngestJob, pk=job_id)
     if request.htmx:
         status = HttpResponseStopPolling.status_code if job.is_finished else 200
-        return render(request, "dashboard/ingest_job.html#job-progress", {"job": job}, status=status)
+        context = {"job": job, "can_retry": _can_retry(request, job)}
+        return render(request, "dashboard/ingest_job.html#job-progress", context, status=status)
     errors = Paginator(job.errors.all(), 200).get_page(request.GET.get("page"))
     notices = job.notices.all()[:NOTICES_SHOWN]
-    context = {"job": job, "errors": errors, "notices": notices, "notices_shown": NOTICES_SHOWN}
+    context = {
+        "job": job,
+        "errors": errors,
+        "notices": notices,
+        "notices_shown": NOTICES_SHOWN,
+        "can_retry": _can_retry(request, job),
+    }
     return render(request, "dashboard/ingest_job.html", context)
+
+
+def _can_retry(request: HttpRequest, job: IngestJob) -> bool:
+    return ingest_job_retryable(job) and has_role(request.user, OPERATOR)
+
+
+@require_POST
+def ingest_job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
+    """Queue an upload again that was never queued (the broker was down) or that failed."""
+    if not has_role(request.user, OPERATOR):
+        raise PermissionDenied("Retrying an ingest needs the operator role.")
+    job = get_object_or_404(IngestJob, pk=job_id)
+    if ingest_job_requeue(job_id=job.pk):
+        transaction.on_commit(lambda: ingest_job_enqueue(job.pk))
+    else:
+        messages.error(request, f"Ingest #{job.pk} cannot be retried: it is {job.get_status_display()}.")
+    return HttpResponseRedirect(job.get_absolute_url())

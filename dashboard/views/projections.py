@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Count, Max, Q, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,7 +20,7 @@ from dashboard.models import FoldRun, FoldRunResult, ProjectionRow
 from dashboard.roles import OPERATOR, has_role
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_resume
 from dashboard.services.refold_report import fold_run_report
-from dashboard.tasks import refold_run_task
+from dashboard.tasks import refold_run_enqueue
 from dashboard.views.htmx import HtmxHttpRequest
 from projections.folds.registry import defined_versions, live_versions
 
@@ -129,7 +130,8 @@ def _start_run(request: HttpRequest) -> HttpResponse:
         except RefoldError as error:
             form.add_error(None, str(error))
         else:
-            refold_run_task.delay_on_commit(run.pk)  # type: ignore[attr-defined]
+            # Sent once the run's row is committed; a broker that does not answer marks it not queued.
+            transaction.on_commit(lambda: refold_run_enqueue(run.pk))
             return redirect(run)
     return render(request, "dashboard/projections.html", _page_context(request, form), status=400)
 
@@ -144,7 +146,7 @@ def fold_run_context(run: FoldRun) -> dict[str, Any]:
 
 def _stalled(run: FoldRun) -> bool:
     """A failed run, or a running one no worker has advanced for a while: an operator may resume it."""
-    if run.status == FoldRun.Status.FAILED:
+    if run.status in (FoldRun.Status.FAILED, FoldRun.Status.NOT_QUEUED):
         return True
     if run.status != FoldRun.Status.RUNNING:
         return False
@@ -167,7 +169,7 @@ def fold_run(request: HttpRequest, run_id: int) -> HttpResponse:
         except RefoldError as error:
             messages.error(request, str(error))
         else:
-            refold_run_task.delay_on_commit(run.pk, resume=True)  # type: ignore[attr-defined]
+            transaction.on_commit(lambda: refold_run_enqueue(run.pk, resume=True))
         return HttpResponseRedirect(run.get_absolute_url())
     context = {**fold_run_context(run), "can_refold": has_role(request.user, OPERATOR)}
     return render(request, "dashboard/fold_run.html", context)

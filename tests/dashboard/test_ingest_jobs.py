@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import shutil
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from dashboard.models import IngestJob, Session
 from dashboard.services.ingest_jobs import ingest_job_run
+from dashboard.services.leases import Heartbeat, LeaseLost
+
+LEASE = 30
 
 
 def queued_job(log: Path) -> IngestJob:
@@ -22,7 +28,7 @@ def queued_job(log: Path) -> IngestJob:
 @pytest.mark.django_db
 def test_claiming_a_queued_job_sets_it_running_for_its_owner(dsh_log: Path) -> None:
     job = queued_job(dsh_log)
-    assert IngestJob.objects.claim(job_id=job.pk, owner="task-a")
+    assert IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
     job.refresh_from_db()
     assert (job.status, job.claimed_by) == ("running", "task-a")
     assert job.started_at is not None
@@ -31,18 +37,56 @@ def test_claiming_a_queued_job_sets_it_running_for_its_owner(dsh_log: Path) -> N
 @pytest.mark.django_db
 def test_a_job_held_by_another_owner_cannot_be_claimed(dsh_log: Path) -> None:
     job = queued_job(dsh_log)
-    IngestJob.objects.claim(job_id=job.pk, owner="task-a")
-    assert not IngestJob.objects.claim(job_id=job.pk, owner="task-b")
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    assert not IngestJob.objects.claim(job_id=job.pk, owner="task-b", lease_seconds=LEASE)
     assert IngestJob.objects.get(pk=job.pk).claimed_by == "task-a"
 
 
 @pytest.mark.django_db
-def test_the_same_owner_claims_its_job_again_and_its_progress_restarts(dsh_log: Path) -> None:
+def test_a_live_lease_is_not_claimed_again_even_by_a_second_delivery_of_the_same_task(dsh_log: Path) -> None:
     job = queued_job(dsh_log)
-    IngestJob.objects.claim(job_id=job.pk, owner="task-a")
-    IngestJob.objects.filter(pk=job.pk).update(bytes_done=123)
-    assert IngestJob.objects.claim(job_id=job.pk, owner="task-a")
-    assert IngestJob.objects.get(pk=job.pk).bytes_done == 0
+    assert IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    assert not IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+
+
+@pytest.mark.django_db
+def test_a_lapsed_lease_is_taken_over_and_its_progress_restarts(dsh_log: Path) -> None:
+    job = queued_job(dsh_log)
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    IngestJob.objects.filter(pk=job.pk).update(
+        bytes_done=123, lease_until=timezone.now() - timedelta(seconds=1)
+    )
+    assert list(IngestJob.objects.lapsed().values_list("pk", flat=True)) == [job.pk]
+    assert IngestJob.objects.claim(job_id=job.pk, owner="task-b", lease_seconds=LEASE)
+    job.refresh_from_db()
+    assert (job.claimed_by, job.bytes_done) == ("task-b", 0)
+    assert job.lease_until is not None
+    assert job.lease_until > timezone.now()
+
+
+@pytest.mark.django_db
+def test_only_the_holder_renews_a_lease(dsh_log: Path) -> None:
+    job = queued_job(dsh_log)
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    assert IngestJob.objects.renew(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    assert not IngestJob.objects.renew(job_id=job.pk, owner="task-b", lease_seconds=LEASE)
+
+
+def test_a_heartbeat_whose_renewal_fails_stops_the_job_at_its_next_check() -> None:
+    renewals: list[bool] = []
+
+    def renew() -> bool:
+        renewals.append(False)
+        return False
+
+    with Heartbeat(renew, seconds=1) as heartbeat:
+        heartbeat.check()  # the first renewal is a third of a lease away
+        deadline = time.monotonic() + 5
+        while not heartbeat.lost and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(LeaseLost):
+            heartbeat.check()
+    assert renewals == [False]
 
 
 @pytest.mark.django_db
@@ -50,20 +94,20 @@ def test_the_same_owner_claims_its_job_again_and_its_progress_restarts(dsh_log: 
 def test_a_finished_job_cannot_be_claimed(dsh_log: Path, status: str) -> None:
     job = queued_job(dsh_log)
     IngestJob.objects.filter(pk=job.pk).update(status=status)
-    assert not IngestJob.objects.claim(job_id=job.pk, owner="task-a")
+    assert not IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
     assert IngestJob.objects.get(pk=job.pk).status == status
 
 
 @pytest.mark.django_db
 def test_a_run_records_its_progress_file_by_file_and_its_counts(dsh_log: Path) -> None:
     job = queued_job(dsh_log)
-    IngestJob.objects.claim(job_id=job.pk, owner="task-a")
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
     seen: list[tuple[int, int]] = []
 
     def record(current: IngestJob) -> None:
         seen.append((current.bytes_done, current.bytes_total))
 
-    ingest_job_run(job_id=job.pk, on_progress=record)
+    ingest_job_run(job_id=job.pk, owner="task-a", on_progress=record)
     job.refresh_from_db()
     assert (job.status, job.sessions_added, job.events_added) == ("done", 1, 5)
     assert job.bytes_done == job.bytes_total == dsh_log.stat().st_size
@@ -74,9 +118,9 @@ def test_a_run_records_its_progress_file_by_file_and_its_counts(dsh_log: Path) -
 def test_a_run_that_breaks_records_the_failure_on_the_job_and_raises_it(dsh_log: Path) -> None:
     job = queued_job(dsh_log)
     IngestJob.objects.filter(pk=job.pk).update(paths=[42])  # a row no upload could have written
-    IngestJob.objects.claim(job_id=job.pk, owner="task-a")
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
     with pytest.raises(TypeError):
-        ingest_job_run(job_id=job.pk)
+        ingest_job_run(job_id=job.pk, owner="task-a")
     job.refresh_from_db()
     assert job.status == "failed"
     assert job.message.startswith("TypeError: ")

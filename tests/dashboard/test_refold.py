@@ -4,6 +4,7 @@ import io
 import json
 import signal
 import warnings
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from celery.exceptions import AlwaysEagerIgnored
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from dashboard.celery import app as celery_app
 from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Session, Warning
@@ -193,9 +195,18 @@ def test_a_session_is_never_folded_twice_into_a_run(db: None) -> None:
 def test_a_run_claimed_by_one_task_is_refused_to_another(db: None) -> None:
     run = new_run()
     assert fold_run_claim(run_id=run.pk, owner="task-a")
-    assert fold_run_claim(run_id=run.pk, owner="task-a")  # the same task, delivered again
+    # The same task delivered again while the first still holds a live lease: refused too.
+    assert not fold_run_claim(run_id=run.pk, owner="task-a")
     assert not fold_run_claim(run_id=run.pk, owner="task-b")
     assert fold_run_claim(run_id=run.pk, owner="task-b", resume=True)
+    assert FoldRun.objects.get(pk=run.pk).claimed_by == "task-b"
+
+
+def test_a_run_whose_lease_ran_out_is_taken_over(db: None) -> None:
+    run = new_run()
+    assert fold_run_claim(run_id=run.pk, owner="a-dead-task")
+    FoldRun.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert fold_run_claim(run_id=run.pk, owner="task-b")
     assert FoldRun.objects.get(pk=run.pk).claimed_by == "task-b"
 
 

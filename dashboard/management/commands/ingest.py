@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.management.progress import ProgressBar
 from dashboard.models import IngestJob
-from dashboard.services.ingest_jobs import ingest_job_run
+from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_run
 from projections.formats import FORMAT_NAMES
 
 
@@ -33,14 +33,15 @@ class Command(BaseCommand):
             format=options["format"] or "",
             paths=[str(p) for p in paths],
         )
-        IngestJob.objects.claim(job_id=job.pk, owner=f"command:{os.getpid()}")
+        owner = f"command:{os.getpid()}"
+        ingest_job_claim(job_id=job.pk, owner=owner)
         bar = ProgressBar(0, label="ingest")
 
         def show(current: IngestJob) -> None:
             bar.total = current.bytes_total
             bar.update(current.bytes_done)
 
-        summary = ingest_job_run(job_id=job.pk, on_progress=show)
+        summary = ingest_job_run(job_id=job.pk, owner=owner, on_progress=show)
         bar.close()
 
         if options["json"]:
