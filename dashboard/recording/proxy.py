@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
-from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, TCPConnector, web
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -104,6 +104,7 @@ class RecordingProxy:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if not self._authorized(request):
             return _error(401, "unauthorized", f"send the recording token in {self.settings.token_header}")
+        started_at = time.time()
         body = await request.read()
         headers = upstream_request_headers(request.headers.items(), drop=self._own_headers)
         api = api_of(request.path)
@@ -127,7 +128,7 @@ class RecordingProxy:
                 url=str(self.upstream) + request.raw_path,
                 request_headers=stored_headers(headers, drop=self._own_headers),
                 request_body=body,
-                started_at=time.time(),
+                started_at=started_at,
                 api=api,
                 session_header=session_header,
             )
@@ -170,7 +171,7 @@ class RecordingProxy:
             return await self._stream(request, upstream, call)
 
     async def _stream(
-        self, request: web.Request, upstream: Any, call: CapturedCall | None
+        self, request: web.Request, upstream: ClientResponse, call: CapturedCall | None
     ) -> web.StreamResponse:
         returned = client_response_headers(_decoded_pairs(upstream.raw_headers))
         if call is not None:
