@@ -13,7 +13,7 @@ from pathlib import Path
 
 from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh_calls import DshCalls
-from projections.formats.limits import MAX_SEQ, MAX_SOURCE_SEQS
+from projections.formats.limits import MAX_EVENT_TYPE, MAX_SEQ, MAX_SOURCE_SEQS
 from projections.formats.lines import LogLines
 from projections.formats.times import parse_time
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
@@ -239,6 +239,10 @@ def decode_record(value: dict[str, JSON], line: int) -> list[EventRecord]:
     kind = value.get("type")
     if not isinstance(kind, str) or not kind:
         raise _BadField("type", f"expected a non-empty string, got {kind!r}")
+    if len(kind) > MAX_EVENT_TYPE:
+        raise _BadField(
+            "type", f"{len(kind)} characters exceed the limit of {MAX_EVENT_TYPE} for an event type"
+        )
     if kind in PACKED_ROW_CHUNKS:
         return _expand_row(value, kind, line)
     data = value.get("data")

@@ -13,6 +13,9 @@ from datetime import UTC, datetime, timedelta
 MAX_SEQ = 2**31 - 1
 """The largest event seq stored: the event table's seq column is a 32-bit integer."""
 
+MAX_EVENT_TYPE = 80
+"""The longest event type stored: the event table's type column; real types are under 40 characters."""
+
 MAX_SOURCE_SEQS = 100_000
 """The most seqs one event's ``sourceEventSeqs`` may expand to; a compaction shadows a few thousand."""
 

@@ -152,3 +152,11 @@ def test_a_number_no_store_holds_is_a_line_error(number: bytes, words: str, tmp_
     error = _error_on(summary.errors, "json")
     assert error.line == 4
     assert words in error.reason
+
+
+def test_an_event_type_longer_than_its_column_is_a_line_error(tmp_path: Path) -> None:
+    path = _dsh_log(tmp_path, "long-type", {"type": "x/" + "y" * 200, "ignorable": True})
+    summary = ingest_paths(paths=[path], source_name="fleet")
+    error = _error_on(summary.errors, "type")
+    assert error.line == 3
+    assert "80" in error.reason
