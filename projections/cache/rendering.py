@@ -16,9 +16,8 @@ nothing but hash the bytes it is handed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import accumulate, chain, compress, count, repeat
-from operator import add, eq, ne, sub
-from typing import cast
+from itertools import compress, count, repeat
+from operator import eq, ne
 
 from projections.cache.calibration import calibrate
 from projections.cache.canonical import MARKER_KEYS, canonical_bytes, digest, hash_units, without_control
@@ -75,30 +74,28 @@ class _Units:
     """The units of a request in prefix order, as the parallel per-unit lists of a rendering.
 
     Units are added a call at a time (a message's content, its tool calls, the tool list, the system
-    prompt): the units of one call share a tier, role, message index and id. A call is recorded as
-    one tuple, and :meth:`finish` expands the calls into the per-unit lists with C-level iterators
-    (``repeat``, ``chain``, ``map``): a 6,000-message request has thousands of units, and appending
-    to nine lists one unit at a time cost more than serializing and hashing them.
+    prompt): the units of one call share a tier, role, message index and id, appended as they come.
+    What needs a look at each block (its kind, its markers) is left to :meth:`finish`, one list
+    comprehension each over every unit, which costs less than a Python statement per block here.
     """
 
     def __init__(self) -> None:
         self.raws: list[JSON] = []
-        self.calls: list[_CallField] = []
-        """Seven fields a call, one after the other (see :data:`_CallField`): a flat list, because a
-        tuple kept per call would be thousands of objects for the garbage collector to trace."""
-        # Filled by finish().
         self.tiers: list[Tier] = []
         self.roles: list[str] = []
         self.message_indexes: list[int | None] = []
         self.block_indexes: list[int | None] = []
         self.message_ids: list[str | None] = []
+        self.placed: list[tuple[int, int, str]] = []
+        """(first position, count, kind) of each call whose place names its units' kind."""
+        # Set by finish().
         self.kinds: list[str] = []
         self.marked: list[int] = []
         """Positions of the units that carry a ``cache_control`` marker."""
         self.nested: list[int] = []
         """Positions of the tool results whose parts carry a marker."""
-        self.expanded = 0
-        """How many fields of ``calls`` the per-unit lists hold; -1 after a rewind."""
+        self.finished = -1
+        """How many units :meth:`finish` looked at; -1 until it runs and after a rewind."""
 
     def add(
         self,
@@ -112,62 +109,55 @@ class _Units:
         first_block: int = 0,
     ) -> None:
         """Append ``blocks``; ``kind`` names them all when their place decides it."""
-        if blocks:  # a call without blocks adds no unit, and so no message start either
-            self.raws.extend(blocks)
-            self.calls.extend((tier, role, message_index, message_id, len(blocks), kind, first_block))
+        size = len(blocks)
+        if kind is not None and size:
+            self.placed.append((len(self.raws), size, kind))
+        self.raws += blocks
+        self.tiers += [tier] * size
+        self.roles += [role] * size
+        self.message_indexes += [message_index] * size
+        self.message_ids += [message_id] * size
+        self.block_indexes += range(first_block, first_block + size)
 
-    def position(self) -> tuple[int, int]:
-        """Where the next call will go, for :meth:`rewind`: units so far and call fields so far."""
-        return len(self.raws), len(self.calls)
+    def position(self) -> int:
+        """How many units there are so far, for :meth:`rewind`."""
+        return len(self.raws)
 
-    def rewind(self, position: tuple[int, int]) -> None:
-        """Forget every call made since ``position``."""
-        del self.raws[position[0] :], self.calls[position[1] :]
-        self.expanded = -1
+    def rewind(self, position: int) -> None:
+        """Forget every unit added since ``position``."""
+        for units in (
+            self.raws,
+            self.tiers,
+            self.roles,
+            self.message_indexes,
+            self.message_ids,
+            self.block_indexes,
+        ):
+            del units[position:]
+        self.placed = [call for call in self.placed if call[0] < position]
+        self.finished = -1
 
     def finish(self) -> None:
-        """Expand the recorded calls into the per-unit lists, once every call is in.
+        """Name every unit's kind and find the markers, once every unit is in.
 
-        Does nothing when no call came since the last expansion: calls only grow between rewinds,
-        so an unchanged count means unchanged calls, and a rewind marks the lists stale.
+        Does nothing when no unit came since it last ran: units only grow between rewinds, so an
+        unchanged count means unchanged units, and a rewind marks the lists stale.
         """
-        if self.expanded == len(self.calls):
-            return
-        self.expanded = len(self.calls)
-        calls, step = self.calls, _CALL_FIELDS
-        tiers = cast("list[Tier]", calls[0::step])
-        roles = cast("list[str]", calls[1::step])
-        message_indexes = cast("list[int | None]", calls[2::step])
-        message_ids = cast("list[str | None]", calls[3::step])
-        counts = cast("list[int]", calls[4::step])
-        kinds = cast("list[str | None]", calls[5::step])
-        first_blocks = cast("list[int]", calls[6::step])
-        # Each unit's call, then each field looked up by it: one C-level pass per field, where
-        # expanding every field by its own counts would build a repeat() per call per field.
-        owner = list(chain.from_iterable(map(repeat, range(len(counts)), counts)))
-        self.tiers = list(map(tiers.__getitem__, owner))
-        self.roles = list(map(roles.__getitem__, owner))
-        self.message_indexes = list(map(message_indexes.__getitem__, owner))
-        self.message_ids = list(map(message_ids.__getitem__, owner))
-        # A unit's block index is its position less its call's first position, plus its call's first
-        # block index: one offset per call.
-        offsets = tuple(map(sub, first_blocks, accumulate(counts, initial=0)))
-        self.block_indexes = list(map(add, range(len(owner)), map(offsets.__getitem__, owner)))
         raws = self.raws
+        if self.finished == len(raws):
+            return
+        self.finished = len(raws)
         # Every unit is named from its block first, and the few calls whose place names their units
-        # (tools, system, tool calls) overwrite theirs after: pairing each unit with its call's kind
-        # cost three times as much. The common unit, a block object with a string type, is named
-        # inline because a call of _kind() per unit costs more than the rest of the expansion.
+        # (tools, system, tool calls) overwrite theirs after. The common unit, a block object with a
+        # string type, is named inline because a call of _kind() per unit costs more than the rest.
         named = [
             _KIND_ALIASES.get(kind, kind)
             if type(raw) is dict and type(kind := raw.get("type")) is str
             else _kind(raw)
             for raw in raws
         ]
-        starts = list(accumulate(counts, initial=0))
-        for call, given in enumerate(kinds):
-            if given is not None:
-                named[starts[call] : starts[call + 1]] = [given] * counts[call]
+        for first, size, given in self.placed:
+            named[first : first + size] = [given] * size
         self.kinds = named
         # _marked() spelled inline for the same reason.
         self.marked = [
@@ -204,13 +194,6 @@ class _Units:
             bytes(map(_ROLE_TAG.get, self.roles, repeat(_UNKNOWN_ROLE))),
             bytes(map(_BOUNDARY.__getitem__, map(ne, indexes, [-1, *indexes]))),
         )
-
-
-_CallField = Tier | str | int | None
-"""A field of a call of :meth:`_Units.add`, of the seven it records in turn: tier, role, message
-index, message id, unit count, the kind its place gives every unit (or ``None``) and the block index
-of its first unit."""
-_CALL_FIELDS = 7
 
 
 def _control(raw: JSON) -> JSON:
@@ -552,8 +535,7 @@ def _render_anthropic(units: _Units, body: Mapping[str, JSON]) -> None:
     _render_messages(units, messages, leading_system=False)
     if isinstance(model, str) and keeps_only_last_turn_thinking(model):
         units.finish()
-        first = start[0]
-        if "thinking" in units.kinds[first:] or "tool" in units.roles[first:]:
+        if "thinking" in units.kinds[start:] or "tool" in units.roles[start:]:
             assert isinstance(messages, list)  # _render_messages refuses anything else
             units.rewind(start)
             _render_messages(units, without_earlier_thinking(messages), leading_system=False)
@@ -600,13 +582,15 @@ def _render_messages(units: _Units, messages: JSON, *, leading_system: bool) -> 
 def _add_messages(units: _Units, messages: list[JSON], *, leading_system: bool) -> None:
     """Append every unit of a message list (Anthropic Messages or OpenAI Chat).
 
-    This loop runs once a message, thousands of times a request: the common message, a list of
-    blocks, is recorded here directly, as :meth:`_Units.add` would record it, and the id test of
+    This loop runs once a message, thousands of times a request: the common message, a list of one
+    block, is appended here directly, as :meth:`_Units.add` would append it, and the id test of
     :func:`_message_id` is spelled inline, since a Python call per message cost a fifth of the loop.
     """
     head = leading_system
     add = units.add
-    append_raws, append_call = units.raws.extend, units.calls.extend
+    append_raw, append_tier, append_role = units.raws.append, units.tiers.append, units.roles.append
+    append_index, append_id = units.message_indexes.append, units.message_ids.append
+    append_block = units.block_indexes.append
     for mi, message in enumerate(messages):
         if not isinstance(message, dict):
             raise RenderError(f"request body: messages[{mi}] is not an object")
@@ -623,9 +607,15 @@ def _add_messages(units: _Units, messages: list[JSON], *, leading_system: bool) 
             continue
         if isinstance(content, list):
             blocks = len(content)
-            if blocks:
-                append_raws(content)
-                append_call((tier, role, mi, mid, blocks, None, 0))
+            if blocks == 1:
+                append_raw(content[0])
+                append_tier(tier)
+                append_role(role)
+                append_index(mi)
+                append_id(mid)
+                append_block(0)
+            else:
+                add(tier, role, mi, mid, content)
         elif isinstance(content, str):
             add(tier, role, mi, mid, [content])
             blocks = 1
