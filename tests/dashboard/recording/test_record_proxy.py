@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 import time
+from contextlib import closing
 from io import StringIO
 from typing import Any
 
@@ -51,20 +52,20 @@ def test_a_stream_reaches_the_client_byte_for_byte_before_the_upstream_has_finis
 ) -> None:
     upstream.hold_last_event = True
     recording = start_recording(upstream=upstream.url)
-    connection = http.client.HTTPConnection("127.0.0.1", recording.port, timeout=TIMEOUT)
-    connection.request("POST", "/v1/messages?beta=true", body=json.dumps(turn("hi", stream=True)).encode())
-    response = connection.getresponse()
-    received = b""
-    while b"event: message_start" not in received:
-        chunk = response.read1(65536)
-        assert chunk, "the stream ended before its first event"
-        received += chunk
-    # The upstream is still holding its last event back: what arrived so far was not buffered.
-    assert not upstream.sent
-    assert b"message_stop" not in received
-    upstream.release.set()
-    received += response.read()
-    connection.close()
+    with closing(http.client.HTTPConnection("127.0.0.1", recording.port, timeout=TIMEOUT)) as connection:
+        body = json.dumps(turn("hi", stream=True)).encode()
+        connection.request("POST", "/v1/messages?beta=true", body=body)
+        response = connection.getresponse()
+        received = b""
+        while b"event: message_start" not in received:
+            chunk = response.read1(65536)
+            assert chunk, "the stream ended before its first event"
+            received += chunk
+        # The upstream is still holding its last event back: what arrived so far was not buffered.
+        assert not upstream.sent
+        assert b"message_stop" not in received
+        upstream.release.set()
+        received += response.read()
 
     assert response.status == 200
     assert response.getheader("content-type") == "text/event-stream"
@@ -285,12 +286,11 @@ def test_a_client_that_goes_away_cancels_the_upstream_call(
 ) -> None:
     upstream.hold_last_event = True
     recording = start_recording(upstream=upstream.url)
-    connection = http.client.HTTPConnection("127.0.0.1", recording.port, timeout=TIMEOUT)
-    connection.request("POST", "/v1/messages", body=json.dumps(turn("hi", stream=True)).encode())
-    response = connection.getresponse()
-    assert b"message_start" in response.read1(65536)
-    connection.sock.shutdown(socket.SHUT_RDWR)
-    connection.close()
+    with closing(http.client.HTTPConnection("127.0.0.1", recording.port, timeout=TIMEOUT)) as connection:
+        connection.request("POST", "/v1/messages", body=json.dumps(turn("hi", stream=True)).encode())
+        response = connection.getresponse()
+        assert b"message_start" in response.read1(65536)
+        connection.sock.shutdown(socket.SHUT_RDWR)
 
     assert upstream.cancelled.wait(TIMEOUT)
     assert not upstream.sent
