@@ -147,24 +147,25 @@ class _Units:
         if self.finished == len(raws):
             return
         self.finished = len(raws)
-        # Every unit is named from its block first, and the few calls whose place names their units
-        # (tools, system, tool calls) overwrite theirs after. The common unit, a block object with a
-        # string type, is named inline because a call of _kind() per unit costs more than the rest.
-        named = [
-            _KIND_ALIASES.get(kind, kind)
-            if type(raw) is dict and type(kind := raw.get("type")) is str
-            else _kind(raw)
-            for raw in raws
-        ]
+        # One pass names every unit from its block and notes its markers: a second pass over the same
+        # blocks cost more than the work in it, and so did a call of _kind() or _marked() per block,
+        # so the common unit, a block object, has both spelled inline. The few calls whose place
+        # names their units (tools, system, tool calls) overwrite their kinds after.
+        named: list[str] = []
+        marked: list[int] = []
+        name, mark, aliases = named.append, marked.append, _KIND_ALIASES
+        for position, raw in enumerate(raws):
+            if type(raw) is dict:
+                kind = raw.get("type")
+                name(aliases.get(kind, kind) if type(kind) is str else _kind(raw))
+                if _CACHE_CONTROL in raw or _BREAKPOINT in raw:
+                    mark(position)
+            else:
+                name(_kind(raw))
         for first, size, given in self.placed:
             named[first : first + size] = [given] * size
         self.kinds = named
-        # _marked() spelled inline for the same reason.
-        self.marked = [
-            p
-            for p, raw in enumerate(raws)
-            if type(raw) is dict and (_CACHE_CONTROL in raw or _BREAKPOINT in raw)
-        ]
+        self.marked = marked
         self.nested = [p for p in _positions(named, "tool_result") if _has_nested_control(raws[p])]
 
     def controls(self) -> list[tuple[int, JSON]]:
