@@ -7,7 +7,8 @@ breakpoint where Anthropic's usage says exactly how long the cached prefix was.
 
 from __future__ import annotations
 
-from itertools import accumulate, repeat
+from collections.abc import Iterator
+from itertools import accumulate, chain, islice, repeat
 from operator import mul, sub, truediv
 
 from projections.cache.rendered_request import RenderedRequest
@@ -96,12 +97,25 @@ def cumulative_tokens(
     Rounding the running sum rather than each unit keeps every prefix within half a token of its
     estimate, however long the request.
     """
-    scaled = token_estimates(chars, images, image_estimate)
-    for start, end, factor in scales:
-        scaled[start:end] = map(mul, scaled[start:end], repeat(factor))
+    # One C-level pipeline (estimate times factor, running sum, rounded) rather than a list a step:
+    # units outside every scale are multiplied by 1.0, which leaves a float as it is.
+    estimates = token_estimates(chars, images, image_estimate) if images else map(truediv, chars, repeat(4))
+    scaled = map(mul, estimates, _factors(scales, len(chars)))
     cum = [0]
     cum.extend(map(round, accumulate(scaled)))
-    return cum, list(map(sub, cum[1:], cum))
+    return cum, list(map(sub, islice(cum, 1, None), cum))
+
+
+def _factors(scales: list[Scale], count: int) -> Iterator[float]:
+    """Each unit's factor, in order: the factor of the scale that holds it, else 1.0. The scales are
+    ascending and do not overlap, as :func:`calibrate` makes them."""
+    parts: list[Iterator[float]] = []
+    at = 0
+    for start, end, factor in scales:
+        parts += [repeat(1.0, start - at), repeat(factor, end - start)]
+        at = end
+    parts.append(repeat(1.0, count - at))
+    return chain.from_iterable(parts)
 
 
 def _anchor(rendered: RenderedRequest, usage: Usage) -> tuple[int, int] | None:
