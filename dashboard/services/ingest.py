@@ -238,6 +238,8 @@ def _write_session(
                 repeats.add(item)
             else:
                 events.add(item)
+                # A seq of this import seen again (a batch that repeats a line) is a repeat too.
+                last_seq = item.seq
         elif isinstance(item, RequestRecord):
             if item.key in stored_keys:
                 summary.duplicates += 1
@@ -306,6 +308,8 @@ class RepeatedEvents:
     def resolve(self) -> None:
         if not self.pending:
             return
+        # A repeat may be of an event this import queued but has not written yet.
+        self.writer.flush()
         stored = dict(
             Event.objects.filter(session=self.session, seq__in=list(self.pending)).values_list("seq", "type")
         )

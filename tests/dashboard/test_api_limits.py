@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import threading
 import time
 from typing import Any
@@ -14,7 +13,7 @@ import psycopg.errors
 import pytest
 from django.db import OperationalError, close_old_connections, connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext, override_settings
+from django.test.utils import override_settings
 
 from dashboard.models import Block, Event, Request, Session, Source
 from dashboard.services.db_retry import is_retryable, retrying
@@ -298,15 +297,35 @@ def test_new_blocks_are_inserted_in_hash_order_so_concurrent_batches_cannot_dead
         "request": {"model": "claude-sonnet-4-20250514", "system": "Be terse.", "messages": messages},
         "response": {"id": "msg_1", "type": "message", "usage": {"input_tokens": 900, "output_tokens": 7}},
     }
-    with CaptureQueriesContext(connection) as queries:
+    inserted: list[list[Any]] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.startswith("INSERT") and 'INTO "dashboard_block"' in sql:
+            inserted.append(list(params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
         assert post(client, secret, ndjson([line])).status_code == 200
-    inserts = [
-        q["sql"]
-        for q in queries.captured_queries
-        if q["sql"].startswith("INSERT") and 'INTO "dashboard_block"' in q["sql"]
-    ]
-    (insert,) = inserts
+    (params,) = inserted
     stored = set(Block.objects.values_list("hash", flat=True))
-    written = [h for h in re.findall(r"'([^']+)'", insert) if h in stored]
+    # PostgreSQL's bulk insert passes each column as one array (UNNEST); SQLite passes rows' values.
+    values = [v for value in params for v in (value if isinstance(value, list) else [value])]
+    written = [value for value in values if isinstance(value, str) and value in stored]
     assert len(written) == len(stored) > 5
     assert written == sorted(written)
+
+
+def test_a_batch_that_repeats_an_event_counts_a_duplicate_and_stores_every_session(
+    client: Client, secret: str
+) -> None:
+    lines = dsh_lines("repeats", turns=1)
+    changed = {**lines[2], "type": "user/other", "ignorable": True}
+    body = ndjson([*lines, lines[1], changed]) + ndjson(dsh_lines("after", turns=1))
+    response = post(client, secret, body)
+    assert response.status_code == 200
+    assert response.json()["duplicates"] == 2
+    (error,) = _errors(response, "seq")
+    assert error["line"] == len(lines) + 2
+    assert "the stored log is kept" in error["message"]
+    assert Event.objects.filter(session__external_id="repeats").count() == len(lines) - 1
+    assert Session.objects.filter(external_id="after").exists()
