@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from dashboard.recording.conversations import Conversations
 from projections.formats.recorded import RecordedCall
 
 log = logging.getLogger("cachescope.record")
@@ -47,3 +51,55 @@ class Archive:
             log.warning("record: the archive of session %s cannot be written: %s", session_id, error)
             return False
         return True
+
+
+RESUME_WITHIN_SECONDS = 24 * 3600
+"""Sessions whose log was written this recently are picked up again by a restarted proxy."""
+_TAIL_STEP = 64 * 1024
+
+
+def resume_conversations(conversations: Conversations, folder: Path) -> int:
+    """Take up the conversations recently recorded in ``folder``; return how many."""
+    count = 0
+    for session_id, record in last_records(folder):
+        if isinstance(record, dict):
+            conversations.resume(session_id, record)
+            count += 1
+    return count
+
+
+def last_records(folder: Path, *, within_seconds: float = RESUME_WITHIN_SECONDS) -> Iterator[tuple[str, Any]]:
+    """Each recently written session log's name and last record, oldest log first.
+
+    A restarted proxy reads these to know the conversations it was recording, so their next calls
+    join the same sessions and name the right previous answer. A log whose last line is not a
+    record (cut short by a full disk) is skipped.
+    """
+    if not folder.is_dir():
+        return
+    now = time.time()
+    logs = [(path.stat().st_mtime, path) for path in folder.glob("*.jsonl")]
+    for written, path in sorted(logs):
+        if now - written > within_seconds:
+            continue
+        try:
+            yield path.name.removesuffix(".jsonl"), json.loads(_last_line(path))
+        except (OSError, ValueError):
+            continue
+
+
+def _last_line(path: Path) -> bytes:
+    """The last non-empty line of a file, read backwards from its end (a log can be large)."""
+    with path.open("rb") as log_file:
+        end = log_file.seek(0, os.SEEK_END)
+        tail = b""
+        position = end
+        while position > 0:
+            step = min(_TAIL_STEP, position)
+            position -= step
+            log_file.seek(position)
+            tail = log_file.read(step) + tail
+            stripped = tail.rstrip(b"\n")
+            if b"\n" in stripped:
+                return stripped.rsplit(b"\n", 1)[1]
+        return tail.rstrip(b"\n")

@@ -15,14 +15,17 @@ recorder's thread, off the request path. A restarted proxy starts new sessions.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
+_FIRST_ID = re.compile(r'"id"\s*:\s*"([^"]{1,200})"')
 MAX_SESSIONS = 10_000
 """Sessions remembered at once; the least recently used are forgotten first."""
 
@@ -39,6 +42,31 @@ class Placement:
 class _Conversation:
     chain: bytes
     last_response_id: str | None = None
+
+
+def api_of(path: str) -> str | None:
+    """``messages``, ``chat`` or ``responses`` for a model call's path; ``None`` for anything else."""
+    path = path.rstrip("/")
+    if path.endswith("/v1/messages"):
+        return "messages"
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/responses"):
+        return "responses"
+    return None
+
+
+def record_response_id(record: Mapping[str, Any]) -> str:
+    """The id of a recorded call's answer: its body's ``id``, or a stream's first ``"id"``."""
+    response = record.get("response")
+    if not isinstance(response, Mapping):
+        return ""
+    body = response.get("body")
+    if isinstance(body, Mapping):
+        return str(body.get("id") or "")
+    raw = response.get("body_raw")
+    found = _FIRST_ID.search(raw) if isinstance(raw, str) else None
+    return found.group(1) if found else ""
 
 
 def conversation_messages(api: str, body: Mapping[str, Any]) -> list[Any] | None:
@@ -114,6 +142,17 @@ class Conversations:
             session_id=session_header or None,
             previous_response_id=previous if isinstance(previous, str) else "",
         )
+
+    def resume(self, session_id: str, record: Mapping[str, Any]) -> None:
+        """Take up a session from its last recorded call (a claude-trace record), as if just seen."""
+        request = record.get("request")
+        body = request.get("body") if isinstance(request, Mapping) else None
+        url = request.get("url") if isinstance(request, Mapping) else None
+        api = api_of(urlsplit(url).path) if isinstance(url, str) else None
+        if api is None or not isinstance(body, Mapping):
+            return
+        self.place_body(api, body, session_id)
+        self.answered(session_id, record_response_id(record))
 
     def answered(self, session_id: str, response_id: str) -> None:
         """Note the id of the latest response in ``session_id``, the next call's previous message."""

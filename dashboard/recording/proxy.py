@@ -26,7 +26,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from dashboard.recording.capture import CapturedCall
-from dashboard.recording.conversations import Conversations
+from dashboard.recording.conversations import Conversations, api_of
 from dashboard.recording.diagnose import wants_diagnostics, with_beta, with_diagnostics
 from dashboard.recording.headers import (
     SESSION_HEADER,
@@ -61,18 +61,6 @@ class ProxySettings:
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     """Longest silence from upstream, before its headers or between two chunks."""
-
-
-def api_of(path: str) -> str | None:
-    """``messages``, ``chat`` or ``responses`` for a model call's path; ``None`` for anything else."""
-    path = path.rstrip("/")
-    if path.endswith("/v1/messages"):
-        return "messages"
-    if path.endswith("/chat/completions"):
-        return "chat"
-    if path.endswith("/responses"):
-        return "responses"
-    return None
 
 
 class RecordingProxy:
@@ -263,7 +251,9 @@ class ProxyServer:
         return self.port
 
     def stop(self) -> None:
-        """Stop listening, finish open calls' bookkeeping, and end the loop's thread."""
+        """Stop listening, finish open calls' bookkeeping, and end the loop's thread (once)."""
+        if self._loop.is_closed():
+            return
         if self._runner is not None:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
-from dashboard.recording.archive import Archive
+from dashboard.recording.archive import Archive, resume_conversations
 from dashboard.recording.capture import CapturedCall
 from dashboard.recording.conversations import Conversations
 from dashboard.recording.spool import Spool
@@ -121,6 +121,8 @@ class Recorder:
 
     def _run(self) -> None:
         try:
+            if self.archive is not None:
+                resume_conversations(self.conversations, self.archive.folder)
             self._store_spooled()
             while True:
                 batch, taken, stopping = self._take()

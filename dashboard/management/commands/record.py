@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.recording.archive import resume_conversations
 from dashboard.recording.listen import ListenError, check_exposure, parse_listen
 from dashboard.recording.proxy import DEFAULT_TOKEN_HEADER, ProxyServer, ProxySettings, RecordingProxy
 from dashboard.recording.recorder_process import RecorderProcess
@@ -82,6 +83,9 @@ class Command(BaseCommand):
             ),
             recorder,
         )
+        if options["diagnose"] and archive is not None:
+            # With --diagnose the proxy places calls itself: it takes up the recent conversations too.
+            resume_conversations(proxy.conversations, archive)
         server = ProxyServer(proxy, address.host, address.port)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):

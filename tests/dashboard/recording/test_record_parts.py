@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dashboard.models import Request
+from dashboard.recording.archive import Archive, last_records
 from dashboard.recording.capture import CapturedCall
 from dashboard.recording.conversations import Conversations
 from dashboard.recording.diagnose import BETA, wants_diagnostics, with_beta, with_diagnostics
@@ -247,3 +248,12 @@ def test_ingesting_the_same_recorded_batch_twice_adds_nothing_the_second_time() 
     assert (first.requests_added, first.events_added) == (1, 1)
     assert (again.requests_added, again.events_added) == (0, 0)
     assert Request.objects.get().key == "req_1"
+
+
+def test_the_last_record_of_a_log_is_read_from_its_end_however_long(tmp_path: Path) -> None:
+    archive = Archive(tmp_path)
+    long_record = {"request": {"body": "x" * 200_000}, "n": 1}
+    archive.append("s1", [RecordedCall("c0", {"n": 0}), RecordedCall("c1", long_record)])
+
+    assert list(last_records(tmp_path)) == [("s1", long_record)]
+    assert list(last_records(tmp_path, within_seconds=-1)) == []

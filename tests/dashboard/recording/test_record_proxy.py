@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.db import IntegrityError, OperationalError
 
 from dashboard.models import Request, Session
+from dashboard.recording.archive import resume_conversations
 from dashboard.recording.diagnose import BETA
 from dashboard.recording.spool import Spool
 from dashboard.services.ingest import ingest_paths
@@ -363,3 +364,21 @@ def test_the_archive_is_a_claude_trace_log_that_ingests_as_the_same_session(
     again = ingest_paths(paths=[log], source_name="recorded")
     assert (again.sessions_unchanged, again.requests_added) == (1, 0)
     assert session.external_id == log.name.removesuffix(".jsonl")
+
+
+def test_a_restarted_proxy_takes_up_the_conversations_it_was_recording(
+    upstream: FakeUpstream, start_recording: Any
+) -> None:
+    first = start_recording(upstream=upstream.url)
+    call(first.port, "/v1/messages", turn("plan", stream=True))
+    first.settle(1)
+    first.server.stop()
+    first.recorder.stop()
+
+    again = start_recording(upstream=upstream.url, diagnose=True)
+    assert resume_conversations(again.server.proxy.conversations, again.archive.folder) == 1
+    call(again.port, "/v1/messages", turn("plan", "ok", "go"))
+    again.settle(1)
+
+    assert json.loads(upstream.received[-1].body)["diagnostics"] == {"previous_message_id": "msg_fake00001"}
+    assert Session.objects.get().request_count == 2
