@@ -92,8 +92,12 @@ class RecorderProcess:
         """Let the child store what is queued, then wait for it to end (ending it past ``timeout``)."""
         if not self._process.is_alive():
             return
-        self._queue.put(None, timeout=timeout)
-        self._process.join(timeout)
+        try:
+            self._queue.put(None, timeout=timeout)
+        except queue.Full:
+            log.error("record: the recorder's queue stayed full for %.0f s", timeout)
+        else:
+            self._process.join(timeout)
         if self._process.is_alive():
             log.error(
                 "record: the recorder did not finish in %.0f s; what it held is in the spool or lost", timeout
