@@ -126,8 +126,8 @@ def price_delete(request: HttpRequest, price_id: int) -> HttpResponse:
     return HttpResponseRedirect(reverse("dashboard:prices"))
 
 
+@role_required(ADMIN)  # before the method check, so a non-admin learns nothing about the page
 @require_http_methods(["GET"])
-@role_required(ADMIN)
 def provider_rules_page(request: HttpRequest) -> HttpResponse:
     """The dated provider rules, read-only: each family's figures with the page and day they come from."""
     context = {
