@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -190,6 +190,15 @@ def ingest_session(
         del summary.errors[errors_before:]
         del summary.notices[notices_before:]
         summary.errors.append(error.error)
+        blocks.rollback()
+        return None
+    except (DataError, IntegrityError) as error:
+        # A value the readers let through but the database refuses: only this session's savepoint
+        # is rolled back, so the other sessions of a batch or a folder are still stored.
+        del summary.errors[errors_before:]
+        del summary.notices[notices_before:]
+        reason = f"the database refused this session, nothing of it was stored: {str(error).splitlines()[0]}"
+        summary.errors.append(LineError(imported.path, None, "session", reason))
         blocks.rollback()
         return None
     except BaseException:

@@ -329,3 +329,35 @@ def test_a_batch_that_repeats_an_event_counts_a_duplicate_and_stores_every_sessi
     assert "the stored log is kept" in error["message"]
     assert Event.objects.filter(session__external_id="repeats").count() == len(lines) - 1
     assert Session.objects.filter(external_id="after").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_the_database_refuses_is_rolled_back_alone() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the refusal is a PostgreSQL trigger")
+    # A trigger stands for any value the readers let through and the database refuses.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION refuse_poison() RETURNS trigger AS $$ BEGIN "
+            "IF NEW.title = 'poison' THEN RAISE EXCEPTION 'out of range' USING ERRCODE = '22003'; END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON dashboard_session "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_poison()"
+        )
+    try:
+        source = Source.objects.create(name="farm")
+        _token, secret = token_create(source=source, name="host-1", created_by=None)
+        poisoned = _with(dsh_lines("bad", turns=1), 0, title="poison")
+        body = ndjson(dsh_lines("a-good", turns=1)) + ndjson(poisoned) + ndjson(dsh_lines("z-good", turns=1))
+        response = post(Client(), secret, body)
+        assert response.status_code == 200
+        (error,) = _errors(response, "session")
+        assert "refused" in error["message"]
+        assert set(Session.objects.values_list("external_id", flat=True)) == {"a-good", "z-good"}
+        assert not Event.objects.filter(session__external_id="bad").exists()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER IF EXISTS refuse_poison ON dashboard_session")
+            cursor.execute("DROP FUNCTION IF EXISTS refuse_poison()")
