@@ -72,6 +72,8 @@ def _job(folder: Path) -> IngestJob:
 def test_an_ingest_survives_its_worker_being_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     broker = broker_or_skip()
     monkeypatch.setenv("CELERY_VISIBILITY_TIMEOUT", str(VISIBILITY_TIMEOUT))
+    # The redelivered task may run the job only once the dead worker's lease has run out.
+    monkeypatch.setenv("CACHESCOPE_JOB_LEASE_SECONDS", str(VISIBILITY_TIMEOUT))
     sessions, turns = 60, 300
     folder = _fleet(Path(settings.DATA_DIR) / "fault-kill" / tmp_path.name, sessions=sessions, turns=turns)
     job = _job(folder)

@@ -108,14 +108,18 @@ def wait_for(condition, *, timeout: float = 60) -> None:  # type: ignore[no-unty
     _wait_for(condition, timeout=timeout)
 
 
-def send_task(name: str, args: list[object], *, broker: str, queue: str) -> None:
-    """Send task ``name`` through ``broker`` to a real worker, even where tasks run in-process."""
+def send_task(name: str, args: list[object], *, broker: str, queue: str, task_id: str | None = None) -> None:
+    """Send task ``name`` through ``broker`` to a real worker, even where tasks run in-process.
+
+    ``task_id`` sends a message the broker already delivered once, as it does again after a
+    visibility timeout.
+    """
     from dashboard.celery import app
 
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = False
     try:
         with app.connection_for_write(broker) as conn:
-            app.send_task(name, args=args, connection=conn, queue=queue)
+            app.send_task(name, args=args, connection=conn, queue=queue, task_id=task_id)
     finally:
         app.conf.task_always_eager = eager
