@@ -75,8 +75,8 @@ class _Units:
 
     Units are added a call at a time (a message's content, its tool calls, the tool list, the system
     prompt): the units of one call share a tier, role, message index and id, appended as they come.
-    What needs a look at each block (its kind, its markers) is left to :meth:`finish`, one list
-    comprehension each over every unit, which costs less than a Python statement per block here.
+    What needs a look inside each block (its kind, its markers) is left to :meth:`finish`, one pass
+    over every unit, which costs less than a Python statement or call per block here.
     """
 
     def __init__(self) -> None:
