@@ -18,6 +18,9 @@ class SessionAnalysis(models.Model):
     session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="analysis")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     claimed_by = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="The claim holds until then; the running worker keeps moving it on."
+    )
     requested_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

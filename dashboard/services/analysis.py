@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
 from dashboard.services.gc_pause import gc_paused
+from dashboard.services.leases import lease_seconds
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
 from projections.cache.rebuild import StoredRequest, StoredRequestError, rebuild_request
 from projections.cache.rendered_request import RenderedRequest
@@ -182,11 +184,42 @@ def analysis_request(*, session_id: int) -> bool:
 
 
 def analysis_claim(*, session_id: int, owner: str) -> bool:
-    """Claim the queued analysis of ``session_id`` for ``owner``; False when it is not queued."""
+    """Lease the analysis of ``session_id`` to ``owner``: a queued one, or a running one whose lease
+    ran out (its worker died); ``False`` otherwise, even for a second delivery of the same task."""
+    now = timezone.now()
+    lapsed = Q(status=SessionAnalysis.Status.RUNNING) & (Q(lease_until__lt=now) | Q(lease_until__isnull=True))
     claimed = SessionAnalysis.objects.filter(
-        session_id=session_id, status=SessionAnalysis.Status.QUEUED
-    ).update(status=SessionAnalysis.Status.RUNNING, claimed_by=owner, started_at=timezone.now())
+        Q(status=SessionAnalysis.Status.QUEUED) | lapsed, session_id=session_id
+    ).update(
+        status=SessionAnalysis.Status.RUNNING,
+        claimed_by=owner[:200],
+        started_at=now,
+        lease_until=now + timedelta(seconds=lease_seconds()),
+    )
     return bool(claimed)
+
+
+def analysis_renew(*, session_id: int, owner: str) -> bool:
+    """Extend ``owner``'s lease on a running analysis; ``False`` once it is no longer theirs."""
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    held = SessionAnalysis.objects.filter(
+        session_id=session_id, claimed_by=owner[:200], status=SessionAnalysis.Status.RUNNING
+    )
+    return bool(held.update(lease_until=until))
+
+
+def analyses_release_lapsed() -> list[int]:
+    """Queue again the analyses whose worker's lease ran out; the session ids, for the caller to enqueue."""
+    now = timezone.now()
+    released = []
+    lapsed = SessionAnalysis.objects.filter(status=SessionAnalysis.Status.RUNNING, lease_until__lt=now)
+    for session_id in lapsed.values_list("session_id", flat=True):
+        again = SessionAnalysis.objects.filter(
+            session_id=session_id, status=SessionAnalysis.Status.RUNNING, lease_until__lt=now
+        )
+        if again.update(status=SessionAnalysis.Status.QUEUED, claimed_by="", lease_until=None):
+            released.append(session_id)
+    return released
 
 
 def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:

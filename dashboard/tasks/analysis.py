@@ -5,8 +5,9 @@ from __future__ import annotations
 from celery import Task, shared_task
 from django.db import OperationalError
 
-from dashboard.services.analysis import analysis_claim, analysis_request, session_analyse
+from dashboard.services.analysis import analysis_claim, analysis_renew, analysis_request, session_analyse
 from dashboard.services.followups import register_followup
+from dashboard.services.leases import Heartbeat, lease_owner, lease_seconds
 
 
 @shared_task(
@@ -19,10 +20,15 @@ from dashboard.services.followups import register_followup
 )
 def analyse_session_task(self: Task[[int], None], session_id: int) -> None:
     """Analyse session ``session_id`` if its analysis is queued; re-running it only rewrites the same rows."""
-    owner = self.request.id or "in-process"
+    owner = lease_owner(self.request.id)
     if not analysis_claim(session_id=session_id, owner=owner):
-        return  # another task owns it, or nothing new was asked for
-    session_analyse(session_id=session_id, owner=owner)
+        return  # another task holds a live lease on it, or nothing new was asked for
+
+    def renew() -> bool:
+        return analysis_renew(session_id=session_id, owner=owner)
+
+    with Heartbeat(renew, seconds=lease_seconds()):
+        session_analyse(session_id=session_id, owner=owner)
 
 
 @register_followup

@@ -15,10 +15,12 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import close_old_connections, connection
 
+from dashboard.services.analysis import analyses_release_lapsed
 from dashboard.services.followups import BROKER_ERRORS
 from dashboard.services.ingest_jobs import ingest_job_not_queued, ingest_jobs_release_lapsed
 from dashboard.services.leases import lease_seconds
 from dashboard.services.refold import fold_run_not_queued, fold_runs_release_lapsed
+from dashboard.tasks.analysis import analyse_session_task
 from dashboard.tasks.folds import refold_run_task
 from dashboard.tasks.ingest import ingest_job_task
 
@@ -55,6 +57,12 @@ def jobs_take_over() -> int:
         queued += ingest_job_enqueue(job_id)
     for run_id in fold_runs_release_lapsed():
         queued += refold_run_enqueue(run_id, resume=True)
+    for session_id in analyses_release_lapsed():
+        try:
+            analyse_session_task.delay(session_id)
+        except SEND_ERRORS:
+            continue  # left queued: the session's next ingest or an operator's re-analysis sends it
+        queued += 1
     return queued
 
 

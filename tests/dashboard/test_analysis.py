@@ -459,3 +459,19 @@ def test_credits_beyond_what_a_transcript_allows_are_one_over_credit_warning_per
     assert warning.place == "main: after a system prompt rewrite"
     assert warning.count == 2  # nothing bounds the first call of a lineage
     assert "credited 11000 tokens, the wire allows 0" in warning.message
+
+
+@pytest.mark.django_db
+def test_a_running_analysis_is_not_claimed_again_while_its_lease_is_live() -> None:
+    session = claimed_by_task_a()
+    assert not analysis_claim(session_id=session.pk, owner="task-a")  # the same task, delivered again
+    assert not analysis_claim(session_id=session.pk, owner="task-b")
+
+
+@pytest.mark.django_db
+def test_an_analysis_whose_worker_died_is_taken_over_once_its_lease_runs_out() -> None:
+    session = claimed_by_task_a()
+    lapsed = datetime.now(UTC) - timedelta(seconds=1)
+    SessionAnalysis.objects.filter(session=session).update(lease_until=lapsed)
+    assert analysis_claim(session_id=session.pk, owner="task-b")
+    assert SessionAnalysis.objects.get(session=session).claimed_by == "task-b"

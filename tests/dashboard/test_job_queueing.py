@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.models import FoldRun, IngestJob, Session
+from dashboard.models import FoldRun, IngestJob, Session, SessionAnalysis
 from dashboard.tasks import jobs_take_over
 from tests.dashboard.test_faults import _point_at
 from tests.dashboard.test_uploads import log_bytes, upload, zipped
@@ -149,3 +149,18 @@ def test_the_sweep_fails_a_command_ingest_whose_process_died(tmp_path: Path) -> 
     job.refresh_from_db()
     assert job.status == IngestJob.Status.FAILED
     assert "stopped before it finished" in job.message
+
+
+def test_the_sweep_runs_again_an_analysis_whose_worker_died(operator_client: Client) -> None:
+    with_broker_in_process = upload(operator_client, "session.jsonl", log_bytes("analysed"))
+    assert with_broker_in_process.status_code == 302
+    session = Session.objects.get()
+    SessionAnalysis.objects.filter(session=session).update(
+        status=SessionAnalysis.Status.RUNNING,
+        claimed_by="a-dead-worker",
+        lease_until=timezone.now() - timedelta(seconds=1),
+    )
+    assert jobs_take_over() == 1
+    analysis = SessionAnalysis.objects.get(session=session)
+    assert analysis.status == SessionAnalysis.Status.DONE
+    assert analysis.claimed_by != "a-dead-worker"
