@@ -164,6 +164,9 @@ CACHESCOPE_MAX_UPLOAD_BYTES = env_int("CACHESCOPE_MAX_UPLOAD_BYTES", 256 * 1024 
 # Files one upload may unpack to: a zip of many thousand tiny members costs a worker minutes of
 # per-file work whatever their size.
 CACHESCOPE_UPLOAD_MAX_FILES = env_int("CACHESCOPE_UPLOAD_MAX_FILES", 10_000, minimum=1)
+# An upload's files are deleted once it is ingested; a failed or never-queued upload keeps them this
+# many days for a retry.
+CACHESCOPE_UPLOAD_RETENTION_DAYS = env_int("CACHESCOPE_UPLOAD_RETENTION_DAYS", 7, minimum=0)
 # The ingestion API refuses a body past this size, compressed as sent and again decompressed.
 CACHESCOPE_API_MAX_BYTES = env_int("CACHESCOPE_API_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # ... and past this many sessions, or event and request lines, in one body: a batch at the limits

@@ -12,12 +12,14 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.utils import timezone
 
 from dashboard.models import IngestJob, IngestNotice
 
@@ -58,6 +60,7 @@ def upload_create_job(
     """
     if not files:
         raise UploadRejected("choose at least one file to upload")
+    uploads_remove_expired()  # each upload clears what earlier ones left past their retention
     limit = settings.CACHESCOPE_MAX_UPLOAD_BYTES
     total = sum(f.size or 0 for f in files)
     if total > limit:
@@ -97,6 +100,26 @@ def upload_remove_files(job: IngestJob) -> None:
         folder = Path(path).resolve()
         if folder.is_relative_to(root) and folder != root:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def uploads_remove_expired(*, now: datetime | None = None) -> int:
+    """Delete the files of uploads left unfinished (failed or never queued) for longer than
+    ``CACHESCOPE_UPLOAD_RETENTION_DAYS``; return how many jobs lost their files.
+
+    They are kept that long so an operator can retry; a job that is done lost its files already.
+    """
+    cutoff = (now or timezone.now()) - timedelta(days=settings.CACHESCOPE_UPLOAD_RETENTION_DAYS)
+    stale = IngestJob.objects.filter(
+        kind=IngestJob.Kind.UPLOAD,
+        status__in=(IngestJob.Status.FAILED, IngestJob.Status.NOT_QUEUED),
+        created_at__lt=cutoff,
+    ).exclude(paths=[])
+    removed = 0
+    for job in stale:
+        upload_remove_files(job)
+        IngestJob.objects.filter(pk=job.pk).update(paths=[])
+        removed += 1
+    return removed
 
 
 def _save_upload(uploaded: UploadedFile, folder: Path, limit: int, saved: _Saved) -> None:

@@ -20,6 +20,7 @@ from dashboard.services.followups import BROKER_ERRORS
 from dashboard.services.ingest_jobs import ingest_job_not_queued, ingest_jobs_release_lapsed
 from dashboard.services.leases import lease_seconds
 from dashboard.services.refold import fold_run_not_queued, fold_runs_release_lapsed
+from dashboard.services.uploads import uploads_remove_expired
 from dashboard.tasks.analysis import analyse_session_task
 from dashboard.tasks.folds import refold_run_task
 from dashboard.tasks.ingest import ingest_job_task
@@ -72,6 +73,7 @@ def _sweep_forever(stop: threading.Event) -> None:
         close_old_connections()
         try:
             jobs_take_over()
+            uploads_remove_expired()
         except Exception:  # the sweep must outlive a database or broker hiccup
             log.exception("the sweep for jobs whose worker died failed; trying again")
     connection.close()

@@ -5,13 +5,16 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from dashboard.models import IngestJob, IngestNotice, Session
+from dashboard.services.uploads import uploads_remove_expired
 from tests.dashboard.test_uploads import log_bytes, upload, zipped
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +146,17 @@ def test_an_ingested_upload_leaves_no_file_behind(
     assert Session.objects.count() == 1
     assert _left_files(settings) == []
     assert not any(Path(p).exists() for p in job.paths)
+
+
+def test_a_failed_uploads_files_are_kept_for_a_retry_then_deleted_after_the_retention(
+    operator_client: Client, settings: object
+) -> None:
+    settings.CACHESCOPE_UPLOAD_RETENTION_DAYS = 7  # type: ignore[attr-defined]
+    upload(operator_client, "session.jsonl", log_bytes("kept"))  # no on-commit run: stays queued
+    job = IngestJob.objects.get()
+    IngestJob.objects.filter(pk=job.pk).update(status=IngestJob.Status.FAILED)
+    assert uploads_remove_expired() == 0
+    assert all(Path(p).exists() for p in job.paths)
+    assert uploads_remove_expired(now=timezone.now() + timedelta(days=8)) == 1
+    assert not any(Path(p).exists() for p in job.paths)
+    assert IngestJob.objects.get(pk=job.pk).paths == []
