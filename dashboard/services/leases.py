@@ -11,6 +11,7 @@ Every claim and renewal is one conditional UPDATE, so two workers racing for a j
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -19,7 +20,9 @@ from collections.abc import Callable
 from types import TracebackType
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
+
+log = logging.getLogger(__name__)
 
 
 class LeaseLost(RuntimeError):
@@ -69,7 +72,13 @@ class Heartbeat:
         try:
             while not self._stop.wait(self._interval):
                 close_old_connections()
-                if not self._renew():
+                try:
+                    held = self._renew()
+                except DatabaseError:
+                    # A database that is busy or restarting: the lease is not lost, try again soon.
+                    log.warning("could not renew a job lease; trying again", exc_info=True)
+                    continue
+                if not held:
                     self.lost = True
                     return
         finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import OperationalError
 from django.utils import timezone
 
 from dashboard.models import IngestJob, Session
@@ -126,3 +127,21 @@ def test_a_run_that_breaks_records_the_failure_on_the_job_and_raises_it(dsh_log:
     assert job.message.startswith("TypeError: ")
     assert job.finished_at is not None
     assert not Session.objects.exists()
+
+
+def test_a_heartbeat_that_meets_a_database_error_keeps_its_lease_and_tries_again() -> None:
+    calls: list[str] = []
+
+    def renew() -> bool:
+        calls.append("renew")
+        if len(calls) == 1:
+            raise OperationalError("the database is restarting")
+        return True
+
+    with Heartbeat(renew, seconds=1) as heartbeat:
+        deadline = time.monotonic() + 5
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert len(calls) >= 2
+    assert not heartbeat.lost
+    heartbeat.check()
