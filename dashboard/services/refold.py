@@ -111,6 +111,12 @@ def fold_run_claim(*, run_id: int, owner: str, resume: bool = False) -> bool:
     return bool(claimed)
 
 
+def fold_run_renew(*, run_id: int, owner: str) -> bool:
+    """Extend ``owner``'s lease on a running run; ``False`` once another has taken the run over."""
+    held = FoldRun.objects.filter(pk=run_id, status=FoldRun.Status.RUNNING, claimed_by=owner[:200])
+    return bool(held.update(lease_until=_lease_end()))
+
+
 def _lease_end() -> Any:
     return timezone.now() + timedelta(seconds=lease_seconds())
 

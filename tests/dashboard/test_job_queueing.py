@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -164,3 +166,11 @@ def test_the_sweep_runs_again_an_analysis_whose_worker_died(operator_client: Cli
     analysis = SessionAnalysis.objects.get(session=session)
     assert analysis.status == SessionAnalysis.Status.DONE
     assert analysis.claimed_by != "a-dead-worker"
+
+
+def test_the_refold_command_with_the_broker_down_says_so_and_leaves_the_run_not_queued(
+    broker_down: Callable[[], None],
+) -> None:
+    with pytest.raises(CommandError, match="not queued; carry it on with --resume"):
+        call_command("refold", "--key", "contextBreakdown", "--from", "7", "--to", "8", "--async")
+    assert FoldRun.objects.get().status == FoldRun.Status.NOT_QUEUED

@@ -14,15 +14,17 @@ from django.db.models import Q
 
 from dashboard.management.progress import ProgressBar
 from dashboard.models import FoldRun, Session
+from dashboard.services.leases import Heartbeat, lease_seconds
 from dashboard.services.refold import (
     RefoldError,
     fold_run_claim,
     fold_run_create,
+    fold_run_renew,
     fold_run_resume,
     refold_run,
 )
 from dashboard.services.refold_report import FoldRunReport, fold_run_report
-from dashboard.tasks import refold_run_task
+from dashboard.tasks import refold_run_enqueue
 
 LISTED = 20
 """Divergent and failed sessions listed in the text report; --json lists them all."""
@@ -51,15 +53,22 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         run = self._resumed(options["resume"]) if options["resume"] else self._created(options)
         if options["background"]:
-            refold_run_task.delay(run.pk, resume=bool(options["resume"]))
+            if not refold_run_enqueue(run.pk, resume=bool(options["resume"])):
+                raise CommandError(
+                    f"the task broker did not answer: re-fold #{run.pk} is not queued; "
+                    f"carry it on with --resume {run.pk} once the broker is back"
+                )
             self.stdout.write(f"Re-fold #{run.pk} queued: {run.get_absolute_url()}")
             return
-        fold_run_claim(run_id=run.pk, owner=f"command:{run.pk}", resume=True)
+        owner = f"command:{run.pk}"
+        fold_run_claim(run_id=run.pk, owner=owner, resume=True)
         bar = ProgressBar(
             run.sessions_total, label=f"re-fold {run.key} v{run.from_version}→v{run.to_version}"
         )
         bar.update(run.sessions_done)
-        run = refold_run(run_id=run.pk, on_progress=lambda current: bar.update(current.sessions_done))
+        # The lease is renewed while this process folds, so no worker's sweep takes the run over.
+        with Heartbeat(lambda: fold_run_renew(run_id=run.pk, owner=owner), seconds=lease_seconds()):
+            run = refold_run(run_id=run.pk, on_progress=lambda current: bar.update(current.sessions_done))
         bar.close()
         report = fold_run_report(run=run)
         if options["json"]:
