@@ -90,7 +90,9 @@ def ingest_page(request: HttpRequest) -> HttpResponse:
 def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(IngestJob, pk=job_id)
     if request.htmx:
-        status = HttpResponseStopPolling.status_code if job.is_finished else 200
+        # A job no broker took waits for a retry, which reloads the page: polling would show nothing new.
+        waiting = job.is_finished or job.status == IngestJob.Status.NOT_QUEUED
+        status = HttpResponseStopPolling.status_code if waiting else 200
         context = {"job": job, "can_retry": _can_retry(request, job)}
         return render(request, "dashboard/ingest_job.html#job-progress", context, status=status)
     errors = Paginator(job.errors.all(), 200).get_page(request.GET.get("page"))

@@ -174,3 +174,13 @@ def test_the_refold_command_with_the_broker_down_says_so_and_leaves_the_run_not_
     with pytest.raises(CommandError, match="not queued; carry it on with --resume"):
         call_command("refold", "--key", "contextBreakdown", "--from", "7", "--to", "8", "--async")
     assert FoldRun.objects.get().status == FoldRun.Status.NOT_QUEUED
+
+
+def test_the_progress_of_a_not_queued_job_stops_polling_and_keeps_its_retry_button(
+    operator_client: Client, broker_down: Callable[[], None]
+) -> None:
+    upload(operator_client, "session.jsonl", log_bytes("later"))
+    job = IngestJob.objects.get()
+    fragment = operator_client.get(job.get_absolute_url(), headers={"HX-Request": "true"})
+    assert fragment.status_code == 286  # htmx: stop polling
+    assert "Retry this ingest" in fragment.content.decode()
