@@ -29,8 +29,10 @@ def role_sync_staff(user: Any) -> None:
 
 
 def role_grant_user_management(**_: Any) -> None:
-    """Give the ``admin`` group every permission on users and groups (after each ``migrate``)."""
+    """Give the ``admin`` group every permission on users and groups, and make its members staff
+    (after each ``migrate``: members added before this sync existed get the admin site too)."""
     group, _created = Group.objects.get_or_create(name=ADMIN)
+    get_user_model().objects.filter(groups=group, is_staff=False).update(is_staff=True)
     permissions = Permission.objects.filter(
         content_type__app_label="auth", content_type__model__in=USER_MANAGEMENT_MODELS
     )

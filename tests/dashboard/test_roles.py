@@ -76,3 +76,17 @@ def test_emptying_the_admin_group_takes_the_admin_site_from_its_members(
     Group.objects.get(name="admin").user_set.clear()
     admin.refresh_from_db()
     assert not admin.is_staff
+
+
+def test_migrate_makes_staff_of_admins_added_before_the_sync_existed(make_user: Callable[..., User]) -> None:
+    from dashboard.role_sync import role_grant_user_management
+
+    earlier = make_user("earlier", role=None)
+    admins = Group.objects.get_or_create(name="admin")[0]
+    # Written straight to the join table, as rows from before the sync are: no signal fires.
+    User.groups.through.objects.create(user=earlier, group=admins)
+    earlier.refresh_from_db()
+    assert not earlier.is_staff
+    role_grant_user_management()
+    earlier.refresh_from_db()
+    assert earlier.is_staff
