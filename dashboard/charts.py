@@ -197,6 +197,9 @@ FAR_ABOVE = 1.5
 200k-token context drawn on a 1M axis would be a flat line at the bottom."""
 HEADROOM = 1.12
 
+SHORT_LOG_EVENTS = 15
+"""Up to this many events on the x axis, every seq gets its own tick."""
+
 
 def session_breakdown_chart(series: BreakdownSeries) -> Figure:
     """System prompt, tools and messages stacked over the session (or, where the log cannot tell
@@ -283,6 +286,10 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
     layout = _layout("Context breakdown", y="tokens", x="event seq")
     layout.pop("barmode")
     layout["hovermode"] = "closest"
+    # Seqs are whole numbers: on a short log, Plotly's automatic ticks would fall between them.
+    seqs = [seq for xs in x_by_seq for seq in xs if isinstance(seq, int)]
+    if seqs and max(seqs) - min(seqs) <= SHORT_LOG_EVENTS:
+        layout["xaxis"] = {**layout["xaxis"], "dtick": 1}
     ceiling = max([top] + [value for _, value, _ in drawn]) * HEADROOM
     layout["yaxis"] = {"title": {"text": "tokens"}, "range": [0, ceiling], "rangemode": "tozero"}
     # Below the axis title, which the shared layout's legend position would cover.

@@ -108,3 +108,11 @@ def test_a_breakdown_without_markers_has_no_marker_trace() -> None:
     series = breakdown_series()
     series.markers = []
     assert "compactions and prunes" not in names(session_breakdown_chart(series))
+
+
+def test_a_short_log_gets_one_tick_per_seq_and_a_long_one_automatic_ticks() -> None:
+    short = session_breakdown_chart(breakdown_series())
+    assert short["layout"]["xaxis"]["dtick"] == 1
+    series = breakdown_series()
+    series.points = [*series.points, replace(series.points[-1], seq=400)]
+    assert "dtick" not in session_breakdown_chart(series)["layout"]["xaxis"]
