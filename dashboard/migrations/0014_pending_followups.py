@@ -5,17 +5,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0013_provider_diagnosis_client_version'),
+        ("dashboard", "0013_provider_diagnosis_client_version"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PendingFollowup',
+            name="PendingFollowup",
             fields=[
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='dashboard.session')),
-                ('since', models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="+",
+                        serialize=False,
+                        to="dashboard.session",
+                    ),
+                ),
+                ("since", models.DateTimeField(auto_now_add=True, db_index=True)),
             ],
         ),
     ]
