@@ -22,8 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from projections.cache.lineage import is_side_call
 from projections.model_windows import context_window
-from projections.normalized import JSON, EventRecord, Lineage, RequestRecord
+from projections.normalized import JSON, EventRecord, RequestRecord
 from projections.request_breakdown import RequestBreakdown, body_breakdown, inferred_envelope
 
 Basis = Literal["request body", "log", "usage"]
@@ -34,7 +35,9 @@ class RequestFigures:
     """What one provider call tells about its prompt."""
 
     model: str
-    lineage: Lineage
+    lineage: str
+    """The importer's role (``main``, ``side``, ``subagent``) or, once analysed, the analysis's
+    lineage (``side-2``, ...); :func:`~projections.cache.lineage.is_side_call` reads either."""
     breakdown: RequestBreakdown | None
     """Priced from the request body; ``None`` when the source logged no body."""
     prompt_tokens: int | None
@@ -61,7 +64,7 @@ class ContextRow:
     """The prompt the provider reported for the call this event answers; ``None`` elsewhere."""
     context_window: int | None
     basis: Basis
-    lineage: Lineage = "main"
+    lineage: str = "main"
 
     @property
     def total(self) -> int:
@@ -159,7 +162,7 @@ class _Step:
     messages: int
     prompt: int | None
     window: int | None
-    lineage: Lineage
+    lineage: str
     own: RequestBreakdown | None
     """The figures of the call this event answers, priced from its body."""
 
@@ -216,7 +219,7 @@ def context_rows(
                 figures.lineage,
                 figures.breakdown,
             )
-            if basis is None and figures.lineage != "side":
+            if basis is None and not is_side_call(figures.lineage):
                 basis = "log" if system or tools else "usage"
         if basis is None:
             held.append(step)
@@ -243,7 +246,7 @@ class _Rows:
         log_before, self.log_before = self.log_before, step.system + step.tools + step.messages
         common = (step.prompt, step.window, basis, step.lineage)
         if basis == "request body":
-            if step.own is not None and step.lineage != "side":
+            if step.own is not None and not is_side_call(step.lineage):
                 self.measured = step.own
             # A side call (a title, a quota probe) is shown as itself and does not move the main chain.
             shown = step.own or self.measured
@@ -258,7 +261,7 @@ class _Rows:
             )
         if basis == "log":
             return ContextRow(step.seq, step.type, step.system, step.tools, step.messages, None, *common)
-        if step.prompt is not None and step.lineage != "side":
+        if step.prompt is not None and not is_side_call(step.lineage):
             # The call was sent before its reply joined the surface: it carried the log as it stood before.
             self.inferred = inferred_envelope(step.prompt, log_before)
         return ContextRow(step.seq, step.type, None, None, step.messages, self.inferred, *common)

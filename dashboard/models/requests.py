@@ -1,19 +1,41 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, NullIf
 from django.urls import reverse
 
 from dashboard.models.sessions import Session
 from projections.hit_rate import hit_rate
 
+CHAIN_MAX_LENGTH = 40
+
+
+def current_lineage() -> Coalesce:
+    """The query expression of :attr:`Request.current_lineage`, for ``values_list`` and filters."""
+    return Coalesce(NullIf(F("chain"), Value("")), F("lineage"))
+
 
 class Request(models.Model):
-    """One provider call: what was sent (as block hashes) and what the provider reported."""
+    """One provider call: what was sent (as block hashes) and what the provider reported.
+
+    Two lineages: ``lineage`` is the role the importer gave the call (``main``, ``side``,
+    ``subagent``), which the analysis starts from; ``chain`` is the lineage the analysis decided
+    from the bodies (``main``, ``side-2``, ...). Every page, chart, cost and export reads
+    :attr:`current_lineage`, the analysis's once it ran, so they all name the same chain.
+    """
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="requests")
     ordinal = models.PositiveIntegerField()
     key = models.CharField(max_length=200, help_text="The source's own request id, or a derived stable key.")
-    lineage = models.CharField(max_length=20, default="main")
+    lineage = models.CharField(
+        max_length=20, default="main", help_text="The role the importer gave the call."
+    )
+    chain = models.CharField(
+        max_length=CHAIN_MAX_LENGTH,
+        blank=True,
+        help_text="The lineage the analysis gave the call; empty until the session is analysed.",
+    )
     provider = models.CharField(max_length=40)
     platform = models.CharField(max_length=40, blank=True)
     api = models.CharField(max_length=20, blank=True)
@@ -75,6 +97,11 @@ class Request(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("dashboard:request", args=[self.pk])
+
+    @property
+    def current_lineage(self) -> str:
+        """The analysis's lineage once the session was analysed, else the importer's role."""
+        return self.chain or self.lineage
 
     @property
     def cache_write_tokens(self) -> int | None:

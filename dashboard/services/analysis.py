@@ -18,6 +18,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
+from dashboard.models.requests import CHAIN_MAX_LENGTH
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
@@ -355,10 +356,27 @@ def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, g
             if r.key in by_key
         ]
         RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
+        _store_chains(by_key, result)
         warnings_store(session=session, findings=result.findings, requests=by_key)
         session.warning_count = session.warnings.count()
         Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)
     return True
+
+
+def _store_chains(rows: Mapping[str, Request], result: RecordsAnalysis) -> None:
+    """Keep on each request the lineage the analysis gave it, which every page, chart and cost reads
+    (:attr:`Request.current_lineage`); only the rows whose lineage changed are written."""
+    changed = []
+    for r in result.results:
+        row = rows.get(r.key)
+        lineage = r.data.get("lineage")
+        if row is None or not isinstance(lineage, str):
+            continue
+        chain = lineage[:CHAIN_MAX_LENGTH]
+        if row.chain != chain:
+            row.chain = chain
+            changed.append(row)
+    Request.objects.bulk_update(changed, ["chain"], batch_size=WRITE_BATCH)
 
 
 def warnings_store(

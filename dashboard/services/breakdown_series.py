@@ -17,8 +17,10 @@ from datetime import datetime
 
 from django.core.cache import cache
 
-from dashboard.models import Request, Session
+from dashboard.models import Request, Session, SessionAnalysis
+from dashboard.models.requests import current_lineage
 from dashboard.services.folds import Track, fold_tracks, session_records
+from projections.cache.lineage import is_side_call
 from projections.context_series import Basis, ContextRow, RequestFigures, context_rows
 from projections.events import METERING_TYPES, current_spelling
 from projections.folds.registry import get_projection
@@ -116,12 +118,16 @@ def session_breakdown_series_cached(*, session: Session) -> BreakdownSeries:
 
 
 def series_cache_key(session: Session) -> str:
-    """The cache key of a session's series: it names the log's length and the live state version."""
+    """The cache key of a session's series: it names the log's length, the live state version and
+    the analysis stored (which decides which requests are side calls the chart leaves out)."""
     version = get_projection("contextBreakdown").state_version
     born = session.created_at.timestamp() if session.created_at else 0
+    analysed = (
+        SessionAnalysis.objects.filter(session=session).values_list("stored_generation", flat=True).first()
+    )
     return (
         f"breakdown-series:{session.pk}:{born}:{session.event_count}:{session.request_count}:{version}:"
-        f"{bool(session.unfoldable)}"
+        f"{bool(session.unfoldable)}:{analysed}"
     )
 
 
@@ -129,7 +135,8 @@ def session_breakdown_series(*, session: Session) -> BreakdownSeries:
     """Fold one session's log under the live ``contextBreakdown``, join its requests' figures, and keep
     a point whenever a figure changes (and the last one), plus a marker for every compaction and prune.
 
-    Side calls (a title, a quota probe) are left out: the chart follows the main chain's context.
+    Side calls (a title, a quota probe: the ``side``, ``side-2``, ... lineages of the analysis, or
+    the importer's ``side`` before it ran) are left out: the chart follows the main chain's context.
     """
     breakdown = Track.start(get_projection("contextBreakdown"))
     series = BreakdownSeries(breakdown.ver)
@@ -142,7 +149,7 @@ def session_breakdown_series(*, session: Session) -> BreakdownSeries:
     host = host_of_format(session.format)
     for row in context_rows(steps, session_request_figures(session=session), host=host):
         series.events += 1
-        if row.lineage == "side":
+        if is_side_call(row.lineage):
             continue
         series.basis = row.basis
         point = _point(row, series.times.pop(row.seq, None))
@@ -189,7 +196,7 @@ def session_request_figures(*, session: Session) -> dict[int, RequestFigures]:
         .values_list(
             "event_seq",
             "model",
-            "lineage",
+            current_lineage(),
             "system_tokens",
             "tools_tokens",
             "message_tokens",

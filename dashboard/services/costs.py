@@ -5,15 +5,17 @@ beats ``claude-opus-4``). Provider spellings are reduced first: an OpenRouter ``
 a Bedrock ``<region>.anthropic.`` prefix are dropped, case is ignored.
 
 Wasted writes, per session (an approximation from reported usage alone, DESIGN §7): requests are
-taken in order within each lineage. A request that wrote ``w1h`` 1-hour and ``w5m`` 5-minute tokens
-after reading ``r`` laid the prefix out as ``[r, r + w1h)`` (1 hour) then ``[r + w1h, r + w1h + w5m)``
-(5 minutes), since 1-hour breakpoints must precede 5-minute ones. The next request of the lineage
-reads ``r'``; it covers ``r' - r`` of those written tokens, 1-hour part first, but a part only
-counts as read while its entry lives: the 5-minute part if the next request starts within 5
-minutes, the 1-hour part within an hour (an unknown start time counts as within). The default
-bucket lives as long as the model's default lifetime in the provider rules: 5 minutes on Claude,
-30 minutes for the writes GPT-5.6 and later report as ``cache_write_tokens``. Written tokens
-not covered are wasted, and so is every write of a lineage's last request, which nothing reads.
+taken in order within each lineage (the analysis's once it ran, else the importer's role: the
+:func:`~dashboard.models.requests.current_lineage` the pages and charts read). A request that wrote
+``w1h`` 1-hour and ``w5m`` 5-minute tokens after reading ``r`` laid the prefix out as
+``[r, r + w1h)`` (1 hour) then ``[r + w1h, r + w1h + w5m)`` (5 minutes), since 1-hour breakpoints
+must precede 5-minute ones. The next request of the lineage reads ``r'``; it covers ``r' - r`` of those
+written tokens, 1-hour part first, but a part only counts as read while its entry lives: the 5-minute part
+if the next request starts within 5 minutes, the 1-hour part within an hour (an unknown start time
+counts as within). The default bucket lives as long as the model's default lifetime in the provider
+rules: 5 minutes on Claude, 30 minutes for the writes GPT-5.6 and later report as
+``cache_write_tokens``. Written tokens not covered are wasted, and so is every write of a lineage's
+last request, which nothing reads.
 
 Re-written tokens: a request that reads less than the previous request of its lineage had cached
 (``r_prev + w_prev``) and writes again writes up to that shortfall a second time.
@@ -33,6 +35,7 @@ from typing import Any
 from django.db.models import Sum
 
 from dashboard.models import ModelPrice, Request, Session
+from dashboard.models.requests import current_lineage
 from projections import provider_rules
 
 MILLION = Decimal(1_000_000)
@@ -238,15 +241,25 @@ def sessions_cost_compute(*, session_ids: Sequence[int]) -> dict[int, SessionCos
     Two queries however many sessions are listed (their requests, the prices), so a page that
     shows a cost per row does not query per row.
     """
-    calls: dict[int, list[Call]] = {pk: [] for pk in session_ids}
+    calls = session_calls_load(session_ids=session_ids)
     if not calls:
         return {}
+    prices = prices_load()
+    return {pk: session_cost_of(calls=session_calls, prices=prices) for pk, session_calls in calls.items()}
+
+
+def session_calls_load(*, session_ids: Sequence[int]) -> dict[int, list[Call]]:
+    """Each listed session's requests in order as the cost needs them, each with the lineage every
+    page reads (:func:`~dashboard.models.requests.current_lineage`); one query."""
+    calls: dict[int, list[Call]] = {pk: [] for pk in session_ids}
+    if not calls:
+        return calls
     rows = (
         Request.objects.filter(session_id__in=calls)
         .order_by("session_id", "ordinal", "id")
         .values_list(
             "session_id",
-            "lineage",
+            current_lineage(),
             "model",
             "started_at",
             "uncached_input_tokens",
@@ -259,8 +272,7 @@ def sessions_cost_compute(*, session_ids: Sequence[int]) -> dict[int, SessionCos
     for session_id, lineage, model, started, uncached, read, write_5m, write_1h, output in rows.iterator():
         tokens = Tokens(uncached or 0, read or 0, write_5m or 0, write_1h or 0, output or 0)
         calls[session_id].append(Call(lineage, model, started, tokens))
-    prices = prices_load()
-    return {pk: session_cost_of(calls=session_calls, prices=prices) for pk, session_calls in calls.items()}
+    return calls
 
 
 _BUCKET_SUMS = {

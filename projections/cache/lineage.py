@@ -83,6 +83,12 @@ def assign_lineages(
     return {key: LineageOf(names[chain_of[key]], parent) for key, parent in parents.items()}
 
 
+def is_side_call(lineage: str) -> bool:
+    """Whether a lineage named by :func:`assign_lineages` (or an importer's role) is a side call's:
+    ``side``, ``side-2``, ... The context charts leave those out, as they follow the main chain."""
+    return lineage == "side" or lineage.startswith("side-")
+
+
 def _message_prefixes(rendered: RenderedRequest) -> list[str]:
     """A hash of every prefix of the message units: ``[hash of unit 0, hash of units 0-1, ...]``."""
     running = hashlib.blake2b(digest_size=16)
