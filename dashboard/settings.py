@@ -173,6 +173,11 @@ CACHESCOPE_API_MAX_BYTES = env_int("CACHESCOPE_API_MAX_BYTES", 64 * 1024 * 1024,
 # is stored in a few seconds, well inside the web worker's timeout.
 CACHESCOPE_API_MAX_SESSIONS = env_int("CACHESCOPE_API_MAX_SESSIONS", 200, minimum=1)
 CACHESCOPE_API_MAX_RECORDS = env_int("CACHESCOPE_API_MAX_RECORDS", 50_000, minimum=1)
+# A batch sent to POST /api/v1/batches is stored by a worker, not the web process, so it may be
+# larger; the worker still holds the parsed batch in memory, which these bound.
+CACHESCOPE_API_BATCH_MAX_BYTES = env_int("CACHESCOPE_API_BATCH_MAX_BYTES", 512 * 1024 * 1024, minimum=1024)
+CACHESCOPE_API_BATCH_MAX_SESSIONS = env_int("CACHESCOPE_API_BATCH_MAX_SESSIONS", 5_000, minimum=1)
+CACHESCOPE_API_BATCH_MAX_RECORDS = env_int("CACHESCOPE_API_BATCH_MAX_RECORDS", 500_000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024, minimum=1024)
 
 # Security defaults; TLS-only settings switch on with CACHESCOPE_TLS behind a TLS proxy.

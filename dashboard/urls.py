@@ -50,6 +50,8 @@ dashboard_patterns = [
 urlpatterns = [
     path("", include((dashboard_patterns, "dashboard"))),
     path("api/v1/ingest", api.ingest, name="api_ingest"),
+    path("api/v1/batches", api.batches, name="api_batches"),
+    path("api/v1/batches/<int:job_id>", api.batch, name="api_batch"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

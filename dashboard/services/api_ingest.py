@@ -23,8 +23,9 @@ import hashlib
 import json
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any, Protocol
 
 from django.conf import settings
@@ -57,6 +58,11 @@ SPOOL_IN_MEMORY = 8 * 1024 * 1024
 MAX_REPORTED_ERRORS = 1000
 """What enqueueing raises when the broker is unreachable: the rows are committed by then."""
 LINEAGES: tuple[Lineage, ...] = ("main", "subagent", "side")
+STEP_SESSIONS = 50
+"""Sessions a background batch commits at a time, so its progress shows between commits."""
+
+StepCallback = Callable[[int, int], None]
+"""Called after each committed step with the sessions stored so far and the batch's sessions."""
 
 
 class Readable(Protocol):
@@ -75,6 +81,14 @@ class BatchLimits:
     def from_settings(cls) -> BatchLimits:
         return cls(sessions=settings.CACHESCOPE_API_MAX_SESSIONS, records=settings.CACHESCOPE_API_MAX_RECORDS)
 
+    @classmethod
+    def for_batches(cls) -> BatchLimits:
+        """The limits of a batch stored in the background, where no web worker waits on it."""
+        return cls(
+            sessions=settings.CACHESCOPE_API_BATCH_MAX_SESSIONS,
+            records=settings.CACHESCOPE_API_BATCH_MAX_RECORDS,
+        )
+
 
 class BodyRejected(Exception):
     """A body the API refuses as a whole, with the HTTP status that says why."""
@@ -86,9 +100,14 @@ class BodyRejected(Exception):
 
 
 def body_read(
-    *, stream: Readable, content_length: int | None, content_encoding: str, max_bytes: int
+    *,
+    stream: Readable,
+    content_length: int | None,
+    content_encoding: str,
+    max_bytes: int,
+    into: IO[bytes] | None = None,
 ) -> IO[bytes]:
-    """Read a request body into a spooled file, refusing it once it passes ``max_bytes``.
+    """Read a request body into a spooled file (or ``into``), refusing it once it passes ``max_bytes``.
 
     The limit holds for the bytes received and, for gzip, for the bytes decompressed, which are
     counted while streaming in bounded steps: a gzip bomb is refused after ``max_bytes`` of output,
@@ -99,7 +118,7 @@ def body_read(
         raise BodyRejected(415, f"Content-Encoding {content_encoding!r} is not supported; send gzip or none")
     if content_length is not None and content_length > max_bytes:
         raise BodyRejected(413, f"body of {content_length} bytes exceeds the limit of {max_bytes} bytes")
-    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115
+    spool: IO[bytes] = into or tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115
     try:
         if encoding in ("gzip", "x-gzip"):
             _copy_gunzipped(stream, spool, max_bytes)
@@ -198,19 +217,32 @@ class ApiIngestResult:
         return answer
 
 
-def api_ingest(*, body: IO[bytes], source: Source, limits: BatchLimits | None = None) -> ApiIngestResult:
+def api_ingest(
+    *,
+    body: IO[bytes],
+    source: Source,
+    limits: BatchLimits | None = None,
+    on_step: StepCallback | None = None,
+) -> ApiIngestResult:
     """Store every session of an NDJSON ``body`` for ``source``.
 
     Raises :class:`BodyRejected` (400) when no line of the body is a JSON object, and (413) when it
     holds more than ``limits`` (the settings' by default). A broker that is down when the follow-ups
     are enqueued does not lose data: the sessions are committed first, the result says
     ``analysis_pending``, and the next ingest of the same session enqueues again.
+
+    Without ``on_step`` the body is one commit. With it (a background batch) it is committed
+    :data:`STEP_SESSIONS` sessions at a time and ``on_step`` is called after each commit, so the
+    progress is visible to others; each session is stored exactly as in one commit.
     """
     read = _read_body(body, f"api/{source.name}", limits or BatchLimits.from_settings())
     # Sessions are written in the order of their ids, so two batches that share sessions lock them in
-    # the same order and cannot deadlock; a wait nobody ordered is retried as a whole batch.
+    # the same order and cannot deadlock; a wait nobody ordered is retried as a whole batch (or step).
     pending = sorted(read.sessions, key=lambda s: s.imported.external_id)
-    summary = retrying(lambda: _store(pending, source))
+    if on_step is None:
+        summary = retrying(lambda: _store(pending, source))
+    else:
+        summary = _store_in_steps(pending, source, on_step)
     return ApiIngestResult(
         summary=summary,
         errors=read.errors + summary.errors,
@@ -232,6 +264,28 @@ def _store(pending: list[_PendingSession], source: Source) -> IngestSummary:
             ingest_session(session.imported, source=source, summary=summary, blocks=blocks)
         link_parents(source)
     return summary
+
+
+def _store_in_steps(pending: list[_PendingSession], source: Source, on_step: StepCallback) -> IngestSummary:
+    total = IngestSummary()
+    for start in range(0, len(pending), STEP_SESSIONS):
+        step = pending[start : start + STEP_SESSIONS]
+        _add_summary(total, retrying(partial(_store, step, source)))
+        on_step(start + len(step), len(pending))
+    return total
+
+
+def _add_summary(total: IngestSummary, step: IngestSummary) -> None:
+    total.sessions_added += step.sessions_added
+    total.sessions_updated += step.sessions_updated
+    total.sessions_unchanged += step.sessions_unchanged
+    total.events_added += step.events_added
+    total.requests_added += step.requests_added
+    total.duplicates += step.duplicates
+    total.errors += step.errors
+    total.notices += step.notices
+    total.session_ids += step.session_ids
+    total.followups_pending += step.followups_pending
 
 
 @dataclass

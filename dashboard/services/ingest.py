@@ -128,7 +128,7 @@ def ingest_paths(
             summary.errors.append(error.error)
     link_parents(source)
     if job is not None:
-        _record_on_job(job, summary)
+        ingest_job_record(job, summary)
     return summary
 
 
@@ -433,7 +433,8 @@ def link_parents(source: Source) -> int:
     return linked
 
 
-def _record_on_job(job: IngestJob, summary: IngestSummary) -> None:
+def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
+    """Write ``summary`` on ``job``: its counts, its errors and notices as rows, and the job done."""
     IngestError.objects.bulk_create(
         IngestError(job=job, path=e.path[-1000:], line=e.line, field=e.field[:200], reason=e.reason)
         for e in summary.errors

@@ -14,6 +14,8 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from dashboard.models import IngestJob
+from dashboard.services.api_batches import api_batch_store
+from dashboard.services.api_ingest import BodyRejected
 from dashboard.services.ingest import IngestSummary, ingest_paths, input_size
 from dashboard.services.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.services.uploads import upload_remove_files
@@ -22,6 +24,9 @@ DEFAULT_SOURCE = "uploads"
 """The source of a job that names none (an upload whose form left it empty)."""
 
 JobProgressCallback = Callable[[IngestJob], None]
+
+SAVED_FILE_KINDS = (IngestJob.Kind.UPLOAD, IngestJob.Kind.API)
+"""Jobs whose input the web process saved under the data folder, where every worker reads it."""
 
 
 def ingest_job_claim(*, job_id: int, owner: str) -> bool:
@@ -58,24 +63,35 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
         if on_progress is not None:
             on_progress(job)
 
+    def stored(sessions: int, of: int) -> None:
+        # An API batch's progress is the share of its sessions committed so far.
+        advance(job.bytes_total * sessions // max(of, 1) - job.bytes_done)
+
     try:
-        paths = [Path(p) for p in job.paths]
-        job.bytes_total = input_size(paths)
-        job.save(update_fields=["bytes_total"])
-        summary = ingest_paths(
-            paths=paths,
-            source_name=job.source_name or DEFAULT_SOURCE,
-            format=job.format or None,
-            job=job,
-            on_progress=advance,
-        )
+        if job.kind == IngestJob.Kind.API:
+            summary = api_batch_store(job, on_step=stored)
+        else:
+            paths = [Path(p) for p in job.paths]
+            job.bytes_total = input_size(paths)
+            job.save(update_fields=["bytes_total"])
+            summary = ingest_paths(
+                paths=paths,
+                source_name=job.source_name or DEFAULT_SOURCE,
+                format=job.format or None,
+                job=job,
+                on_progress=advance,
+            )
     except (OperationalError, LeaseLost):
         raise
+    except BodyRejected as rejected:
+        # The sender's batch, not the worker, is at fault: recorded on the job, nothing to raise.
+        ingest_job_fail(job_id=job_id, message=f"Refused: {rejected.message}")
+        return IngestSummary()
     except Exception as error:
         ingest_job_fail(job_id=job_id, message=f"{type(error).__name__}: {error}")
         raise
-    if job.kind == IngestJob.Kind.UPLOAD:
-        # Stored now: the uploaded copies would only fill the disk. A failed job keeps them to retry.
+    if job.kind in SAVED_FILE_KINDS:
+        # Stored now: the saved copies would only fill the disk. A failed job keeps them to retry.
         upload_remove_files(job)
     return summary
 
@@ -96,9 +112,9 @@ def ingest_job_not_queued(*, job_id: int, reason: str) -> None:
 
 
 def ingest_job_retryable(job: IngestJob) -> bool:
-    """Whether an operator may queue ``job`` again: an upload that was never queued, or that failed,
-    whose files are still there."""
-    if job.kind != IngestJob.Kind.UPLOAD:
+    """Whether an operator may queue ``job`` again: an upload or API batch that was never queued, or
+    that failed, whose files are still there."""
+    if job.kind not in SAVED_FILE_KINDS:
         return False
     if job.status not in (IngestJob.Status.NOT_QUEUED, IngestJob.Status.FAILED):
         return False
@@ -117,17 +133,17 @@ def ingest_job_requeue(*, job_id: int) -> bool:
 
 
 def ingest_jobs_release_lapsed() -> list[int]:
-    """Queue again the uploads whose worker's lease ran out, and fail the other lapsed jobs.
+    """Queue again the uploads and API batches whose worker's lease ran out; fail the other lapsed jobs.
 
     Returns the ids set queued, for the caller to enqueue. Each release is a conditional UPDATE on
-    the lapsed lease, so two sweeping workers never both release one job. Only an upload's files are
-    sure to be where any worker can read them; a command's or an API batch's job ends failed.
+    the lapsed lease, so two sweeping workers never both release one job. Only the files the web
+    process saved are sure to be where any worker can read them; a command's job ends failed.
     """
     released = []
     now = timezone.now()
     for job_id, kind in IngestJob.objects.lapsed().values_list("pk", "kind"):
         lapsed = IngestJob.objects.filter(pk=job_id, status=IngestJob.Status.RUNNING, lease_until__lt=now)
-        if kind == IngestJob.Kind.UPLOAD:
+        if kind in SAVED_FILE_KINDS:
             if lapsed.update(status=IngestJob.Status.QUEUED, claimed_by="", lease_until=None):
                 released.append(job_id)
         else:

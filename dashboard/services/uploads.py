@@ -103,14 +103,14 @@ def upload_remove_files(job: IngestJob) -> None:
 
 
 def uploads_remove_expired(*, now: datetime | None = None) -> int:
-    """Delete the files of uploads left unfinished (failed or never queued) for longer than
+    """Delete the files of uploads and API batches left unfinished (failed or never queued) for longer than
     ``CACHESCOPE_UPLOAD_RETENTION_DAYS``; return how many jobs lost their files.
 
     They are kept that long so an operator can retry; a job that is done lost its files already.
     """
     cutoff = (now or timezone.now()) - timedelta(days=settings.CACHESCOPE_UPLOAD_RETENTION_DAYS)
     stale = IngestJob.objects.filter(
-        kind=IngestJob.Kind.UPLOAD,
+        kind__in=(IngestJob.Kind.UPLOAD, IngestJob.Kind.API),
         status__in=(IngestJob.Status.FAILED, IngestJob.Status.NOT_QUEUED),
         created_at__lt=cutoff,
     ).exclude(paths=[])

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 PUBLIC = {"login", "logout"}
 """The sign-in pages, which must be reachable without a session."""
-API = {"api_ingest"}
+API = {"api_ingest", "api_batches", "api_batch"}
 """Routes that authenticate by bearer token and answer 401 instead of redirecting."""
 ADMIN_PREFIX = "manage/"
 
