@@ -16,6 +16,12 @@ def current_lineage() -> Coalesce:
     return Coalesce(NullIf(F("chain"), Value("")), F("lineage"))
 
 
+class RequestQuerySet(models.QuerySet["Request"]):
+    def in_lineage(self, name: str) -> RequestQuerySet:
+        """The requests whose :attr:`Request.current_lineage` is ``name``."""
+        return self.filter(models.Q(chain=name) | models.Q(chain="", lineage=name))
+
+
 class Request(models.Model):
     """One provider call: what was sent (as block hashes) and what the provider reported.
 
@@ -82,6 +88,8 @@ class Request(models.Model):
     client_version = models.CharField(
         max_length=60, blank=True, help_text='The client release that sent the call: "<client> <version>".'
     )
+
+    objects = RequestQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "key"], name="request_unique_key")]

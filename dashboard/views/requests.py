@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Block, Request
+from dashboard.models.requests import CHAIN_MAX_LENGTH
 from dashboard.query_params import report_ignored, text_param
 from dashboard.views.analysis import request_analysis_context
 from dashboard.views.client_versions import known_client_versions
@@ -26,6 +27,9 @@ def request_list(request: HtmxHttpRequest) -> HttpResponse:
     client_version = text_param(request.GET, "client_version", errors)
     if client_version:
         requests = requests.filter(client_version=client_version)
+    lineage = text_param(request.GET, "lineage", errors, max_length=CHAIN_MAX_LENGTH)
+    if lineage:
+        requests = requests.in_lineage(lineage)
     report_ignored(request, errors)
     page = Paginator(requests, REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
     template = "dashboard/request_list.html" + ("#request-table" if request.htmx else "")
@@ -34,6 +38,7 @@ def request_list(request: HtmxHttpRequest) -> HttpResponse:
         "model": model,
         "client_version": client_version,
         "client_versions": known_client_versions(),
+        "lineage": lineage,
     }
     return render(request, template, context)
 

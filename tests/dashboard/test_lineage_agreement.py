@@ -3,6 +3,7 @@ name the same lineage for each request: the one the analysis decided from the bo
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import timedelta
 from io import StringIO
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.core.management import call_command
 from django.test import Client
+from django.urls import reverse
 
 from dashboard.models import Request, Session
 from dashboard.services.analysis import session_analyse
@@ -160,3 +163,33 @@ def test_explain_json_names_the_lineage_the_pages_show(tmp_path: Path) -> None:
 
     assert said == {row.ordinal: row.current_lineage for row in requests_of(session)}
     assert sorted(said.values()) == sorted(EXPECTED.values())
+
+
+@pytest.mark.django_db
+def test_the_request_list_shows_and_filters_the_lineage_every_page_names(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    session = ingest_captures(tmp_path, session_records())
+    url = reverse("dashboard:requests")
+    before = viewer_client.get(url, {"lineage": "main"}).context["page"]
+    assert before.paginator.count == len(EXPECTED)  # the importer's role until the analysis runs
+
+    session_analyse(session_id=session.pk)
+    quota = viewer_client.get(url, {"lineage": "side-2"})
+    main = viewer_client.get(url, {"lineage": "main"}).context["page"]
+
+    assert [call.key for call in quota.context["page"]] == ["msg_quota"]
+    assert '<td class="small">side-2</td>' in quota.content.decode()
+    assert sorted(call.key for call in main) == sorted(k for k, v in EXPECTED.items() if v == "main")
+    assert viewer_client.get(url, {"lineage": "side-9"}).context["page"].paginator.count == 0
+
+
+@pytest.mark.django_db
+def test_the_migration_gives_requests_analysed_before_it_their_stored_lineage(tmp_path: Path) -> None:
+    session = analysed_session(tmp_path)
+    Request.objects.filter(session=session).update(chain="")
+    migration = importlib.import_module("dashboard.migrations.0017_request_chain")
+
+    migration.chains_from_stored_analyses(apps, None)
+
+    assert {row.key: row.chain for row in requests_of(session)} == EXPECTED
