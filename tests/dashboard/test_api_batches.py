@@ -3,6 +3,7 @@ stores the body as the synchronous endpoint would, and only the sending source's
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,13 @@ from django.test.utils import override_settings
 from dashboard import api
 from dashboard.models import Event, IngestJob, Request, Source
 from dashboard.services import api_ingest
+from dashboard.services.api_batches import api_batch_create
+from dashboard.services.ingest_jobs import ingest_job_requeue, ingest_job_retryable
 from dashboard.services.tokens import token_create
+from dashboard.tasks import ingest_job_enqueue, jobs_take_over
 from tests.dashboard.logs import dsh_lines
 from tests.dashboard.test_api import anthropic_call, ndjson
-from tests.dashboard.test_job_queueing import broker_down  # noqa: F401  (a fixture)
+from tests.dashboard.test_job_queueing import _lapse, broker_down  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.django_db
 BATCHES = "/api/v1/batches"
@@ -224,3 +228,33 @@ def test_a_broker_that_refuses_the_task_leaves_the_batch_not_queued_and_answers_
     job = IngestJob.objects.get()
     assert job.paths == []
     assert not Event.objects.exists()
+
+
+def test_a_batch_whose_worker_died_is_taken_over_by_the_sweep_and_stored(secret: str) -> None:
+    body = ndjson(dsh_lines("orphan", turns=2))
+    job = api_batch_create(
+        stream=io.BytesIO(body),
+        content_length=len(body),
+        content_encoding="",
+        source=Source.objects.get(name="farm"),
+        label="batch",
+    )
+    _lapse(job)
+    assert jobs_take_over() == 1
+    job.refresh_from_db()
+    assert job.status == IngestJob.Status.DONE, job.message
+    assert job.claimed_by != "a-dead-worker"
+    assert Event.objects.filter(session__external_id="orphan").count() == 5
+
+
+def test_a_failed_batch_keeps_its_body_and_an_operator_retry_stores_it(client: Client, secret: str) -> None:
+    body = ndjson([*dsh_lines("s1", turns=1), *dsh_lines("s2", turns=1)])
+    with override_settings(CACHESCOPE_API_BATCH_MAX_SESSIONS=1):
+        location = send(client, secret, body)["Location"]
+    job = IngestJob.objects.get()
+    assert job.status == IngestJob.Status.FAILED
+    assert ingest_job_retryable(job)
+    assert ingest_job_requeue(job_id=job.pk)
+    assert ingest_job_enqueue(job.pk)
+    answer = poll_until_finished(client, secret, location)
+    assert (answer["status"], answer["sessions"]) == ("done", 2)
