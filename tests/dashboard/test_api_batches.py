@@ -15,7 +15,12 @@ from dashboard import api
 from dashboard.models import Event, IngestJob, Request, Source
 from dashboard.services import api_ingest
 from dashboard.services.api_batches import api_batch_create
-from dashboard.services.ingest_jobs import ingest_job_requeue, ingest_job_retryable
+from dashboard.services.ingest_jobs import (
+    ingest_job_claim,
+    ingest_job_requeue,
+    ingest_job_retryable,
+    ingest_job_run,
+)
 from dashboard.services.tokens import token_create
 from dashboard.tasks import ingest_job_enqueue, jobs_take_over
 from tests.dashboard.logs import dsh_lines
@@ -258,3 +263,24 @@ def test_a_failed_batch_keeps_its_body_and_an_operator_retry_stores_it(client: C
     assert ingest_job_enqueue(job.pk)
     answer = poll_until_finished(client, secret, location)
     assert (answer["status"], answer["sessions"]) == ("done", 2)
+
+
+def test_a_batch_s_progress_moves_as_each_step_of_sessions_is_committed(
+    secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api_ingest, "STEP_SESSIONS", 2)
+    body = ndjson([line for name in ("a", "b", "c", "d", "e") for line in dsh_lines(name, turns=1)])
+    job = api_batch_create(
+        stream=io.BytesIO(body),
+        content_length=len(body),
+        content_encoding="",
+        source=Source.objects.get(name="farm"),
+        label="batch",
+    )
+    assert ingest_job_claim(job_id=job.pk, owner="worker-1")
+    seen: list[int] = []
+    ingest_job_run(job_id=job.pk, owner="worker-1", on_progress=lambda running: seen.append(running.percent))
+    # Five sessions in steps of two: 2/5, 4/5, then all of them (a running job shows at most 99).
+    assert seen == [40, 80, 99]
+    job.refresh_from_db()
+    assert (job.status, job.percent, job.sessions_added) == (IngestJob.Status.DONE, 100, 5)
