@@ -20,6 +20,7 @@ from dashboard.models import Request, Session
 from dashboard.services.analysis import session_analyse
 from dashboard.services.breakdown_series import session_breakdown_series, session_request_figures
 from dashboard.services.costs import session_calls_load, session_cost_compute
+from dashboard.services.ingest import ingest_paths
 from tests.dashboard.test_analysis import START, body, capture, ingest_captures, text
 
 HAIKU = "claude-3-5-haiku-20241022"
@@ -193,3 +194,25 @@ def test_the_migration_gives_requests_analysed_before_it_their_stored_lineage(tm
     migration.chains_from_stored_analyses(apps, None)
 
     assert {row.key: row.chain for row in requests_of(session)} == EXPECTED
+
+
+@pytest.mark.shared_data
+@pytest.mark.django_db
+def test_on_the_claude_trace_sample_every_reader_names_the_lineage_explain_gives(shared_data: Path) -> None:
+    path = shared_data / "claude-trace" / "log-sample.jsonl"
+    summary = ingest_paths(paths=[path], source_name="trace", format="claude-trace")
+    assert not summary.errors, summary.errors
+    (session,) = Session.objects.filter(source__name="trace")
+    session_analyse(session_id=session.pk)
+    out = StringIO()
+    call_command("explain", str(path), "--json", stdout=out, stderr=StringIO())
+    said = {row["ordinal"]: row["lineage"] for row in json.loads(out.getvalue())}
+    rows = requests_of(session)
+    figures = session_request_figures(session=session)
+    calls = session_calls_load(session_ids=[session.pk])[session.pk]
+
+    assert {row.ordinal: row.current_lineage for row in rows} == said
+    assert [call.lineage for call in calls] == [said[row.ordinal] for row in rows]
+    charted = {row.ordinal: figures[row.event_seq].lineage for row in rows if row.event_seq is not None}
+    assert charted == said
+    assert len({name for name in said.values() if name.startswith("side")}) > 1  # more than one purpose
