@@ -27,8 +27,9 @@ class Request(models.Model):
 
     Two lineages: ``lineage`` is the role the importer gave the call (``main``, ``side``,
     ``subagent``), which the analysis starts from; ``chain`` is the lineage the analysis decided
-    from the bodies (``main``, ``side-2``, ...). Every page, chart, cost and export reads
-    :attr:`current_lineage`, the analysis's once it ran, so they all name the same chain.
+    from the bodies (``main``, ``side-2``, ...). The pages, the request list's filter, the context
+    chart and the costs read :attr:`current_lineage` (the analysis's once it ran), as ``explain``
+    names the analysis's, so they all name the same chain.
     """
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="requests")
