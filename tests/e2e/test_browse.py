@@ -15,9 +15,10 @@ pytestmark = pytest.mark.e2e
 def test_logging_in_through_the_form_reaches_the_overview(
     live_server: Any, page: Any, transactional_db: None, screenshot: Any
 ) -> None:
-    from django.contrib.auth.models import User
+    from django.contrib.auth.models import Group, User
 
-    User.objects.create_user("ana", password="a-long-test-password")
+    ana = User.objects.create_user("ana", password="a-long-test-password")
+    ana.groups.add(Group.objects.get_or_create(name="viewer")[0])  # no role, no data
     page.goto(live_server.url + "/")
     expect(page).to_have_url(live_server.url + "/accounts/login/?next=/")
     page.get_by_label("Username").fill("ana")

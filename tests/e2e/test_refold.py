@@ -30,7 +30,7 @@ def test_an_operator_starts_a_refold_and_watches_it_reach_its_report(
     expect(page.get_by_role("progressbar", name="Re-fold progress")).to_have_attribute(
         "aria-valuenow", "100", timeout=RUN_TIMEOUT_MS
     )
-    expect(page.locator("#fold-run .badge").first).to_have_text("done")
+    expect(page.locator("#fold-run .badge").first).to_have_text("Done")
     figures = page.get_by_role("region", name="Run figures")
     expect(figures.locator(".figure", has_text="Sessions").locator(".value")).to_have_text("1")
     expect(figures.locator(".figure", has_text="Errored").locator(".value")).to_have_text("0")
@@ -64,7 +64,7 @@ def test_a_runs_page_polls_its_progress_until_the_run_is_done(
     screenshot("halfway")
     refold_run(run_id=run.pk, session_ids=[second])
     expect(progress).to_have_attribute("aria-valuenow", "100", timeout=RUN_TIMEOUT_MS)
-    expect(page.locator("#fold-run .badge").first).to_have_text("done")
+    expect(page.locator("#fold-run .badge").first).to_have_text("Done")
     # The finished fragment carries no poll, so the page stops asking.
     expect(page.locator("#fold-run")).not_to_have_attribute("hx-get", re.compile(".*"))
     screenshot("done")

@@ -28,7 +28,7 @@ def test_an_operator_uploads_a_log_and_its_session_appears_in_the_list(
     expect(page.get_by_role("progressbar", name="Ingest progress")).to_have_attribute(
         "aria-valuenow", "100", timeout=JOB_TIMEOUT_MS
     )
-    expect(page.locator("#job-progress .badge")).to_have_text("done")
+    expect(page.locator("#job-progress .badge")).to_have_text("Done")
     expect(page.locator("#job-progress dt:has-text('Sessions added') + dd")).to_have_text("1")
     screenshot("job")
 
