@@ -13,6 +13,7 @@ from dashboard.views import (
     projections,
     requests,
     session_export,
+    session_live,
     sessions,
     warnings,
 )
@@ -25,6 +26,7 @@ dashboard_patterns = [
     path("sessions/export.<str:fmt>", session_export.session_export, name="sessions_export"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session"),
     path("sessions/<int:session_id>/events/", sessions.session_events_hx, name="session_events"),
+    path("sessions/<int:session_id>/live/", session_live.session_live_hx, name="session_live"),
     path("sessions/<int:session_id>/analyse/", analysis_views.session_analyse, name="session_analyse"),
     path("requests/", requests.request_list, name="requests"),
     path("requests/<int:request_id>/", requests.request_detail, name="request"),
