@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from datetime import timedelta
+from datetime import date, timedelta
+from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import Request, Session
+from dashboard.models import ModelPrice, Request, Session
 from dashboard.services.analysis import session_analyse
 from dashboard.services.breakdown_series import session_breakdown_series, session_request_figures
 from dashboard.services.costs import session_calls_load, session_cost_compute
@@ -75,6 +76,29 @@ def session_records() -> list[dict[str, Any]]:
         capture(body(found, system=SUBAGENT_SYSTEM), key="msg_sub_2", at=at(55), read=1800, write=40),
         capture(body(third), key="msg_3", at=at(70), read=1730, write=150),
     ]
+
+
+@pytest.fixture(autouse=True)
+def _prices() -> None:
+    """The prices of the sample's two models, as the seed migration gives them: a browser test's
+    live server flushes the database, seed rows included, before later tests run."""
+    for pattern, price in (
+        ("claude-sonnet-4", ("3", "3.75", "6", "0.30", "15")),
+        ("claude-3-5-haiku", ("0.80", "1", "1.6", "0.08", "4")),
+    ):
+        given, write_5m, write_1h, read, output = (Decimal(figure) for figure in price)
+        ModelPrice.objects.get_or_create(
+            pattern=pattern,
+            defaults={
+                "provider": "anthropic",
+                "input": given,
+                "cache_write_5m": write_5m,
+                "cache_write_1h": write_1h,
+                "cache_read": read,
+                "output": output,
+                "read_on": date(2026, 1, 1),
+            },
+        )
 
 
 def analysed_session(tmp_path: Path) -> Session:

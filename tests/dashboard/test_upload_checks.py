@@ -20,6 +20,13 @@ from tests.dashboard.test_uploads import log_bytes, upload, zipped
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _own_data_folder(settings: object, tmp_path: Path) -> None:
+    """Each test its own data folder, so files another test keeps on purpose (a failed API batch
+    waits there for a retry) are not counted as this upload's leftovers."""
+    settings.DATA_DIR = tmp_path  # type: ignore[attr-defined]
+
+
 def _uploads(settings: object) -> Path:
     return Path(settings.DATA_DIR) / "uploads"  # type: ignore[attr-defined]
 
