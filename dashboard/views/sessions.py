@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.charts import session_breakdown_chart
+from dashboard.breakdown_chart import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Request, Session, Source
 from dashboard.models.sessions import EVENTS_PER_PAGE

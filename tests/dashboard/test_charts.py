@@ -4,7 +4,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboard.charts import session_breakdown_chart
+from dashboard.breakdown_chart import session_breakdown_chart
 from dashboard.services.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
 
 # --- context breakdown -------------------------------------------------------------------------------
