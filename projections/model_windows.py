@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Final
 
-from projections import provider_rules
+from projections import cache_mechanics, provider_rules
 
 LONG_CONTEXT_BETA = "context-1m-2025-08-07"
 """The ``anthropic-beta`` value that asks for the 1M-token window."""
@@ -28,7 +28,7 @@ LONG_CONTEXT_BETA = "context-1m-2025-08-07"
 LONG_CONTEXT_SUFFIX = provider_rules.LONG_CONTEXT_SUFFIX
 """The model-id suffix Claude Code uses for a 1M-token window."""
 
-CHECKED = provider_rules.CHECKED
+CHECKED = cache_mechanics.CHECKED
 
 
 @dataclass(frozen=True, slots=True)

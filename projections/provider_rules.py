@@ -1,21 +1,14 @@
 """What each provider does with a model's prompt: one dated table of caching rules and windows.
 
-Two tables, both frozen data:
+:data:`MODEL_RULES` has one row per model family: its caching scheme (how the scheme works is the
+:data:`~projections.cache_mechanics.MECHANICS` table), minimum cacheable prefix, write and read
+price multipliers, context window, and the day from which the row holds. Rows are tried in order
+and the first whose pattern matches the start of the bare model id wins, so a specific family sits
+above the broader one it belongs to.
 
-* :data:`MECHANICS`: how one caching scheme works (breakpoints, lookback, lifetimes, the request
-  parameters that key the cache, the usage fields that report it). A provider may run several
-  schemes: OpenAI's GPT-5.6 family caches at breakpoints, its older models by 128-token steps.
-* :data:`MODEL_RULES`: one row per model family: its scheme, minimum cacheable prefix, write and read
-  price multipliers, context window, and the day from which the row holds. Rows are tried in order
-  and the first whose pattern matches the start of the bare model id wins, so a specific family
-  sits above the broader one it belongs to.
-
-Every figure carries a :class:`Source`: the page it was read from and the day it was checked.
-``basis="docs"`` means the figure was read in that page (or in a dated excerpt quoting it);
-``basis="change-note"`` means the stored pages did not cover a 2026 change, and the figure follows
-the written description of that change, pointing at the page that should hold it. The predictor
-(:mod:`projections.cache.providers`) and the window lookup (:mod:`projections.model_windows`) both
-read this module, so a model's facts live in one place.
+Every figure carries a :class:`~projections.cache_mechanics.Source`: the page it was read from and
+the day it was checked. The predictor (:mod:`projections.cache.providers`) and the window lookup
+(:mod:`projections.model_windows`) both read this module, so a model's facts live in one place.
 """
 
 from __future__ import annotations
@@ -27,49 +20,20 @@ from datetime import date
 from types import MappingProxyType
 from typing import Final, Literal
 
-CHECKED: Final = date(2026, 12, 3)
-"""The day every source below was last checked."""
-
-Provider = Literal["anthropic", "openai", "deepseek", "gemini"]
-Scheme = Literal[
-    "anthropic-breakpoints", "openai-prefix", "openai-breakpoints", "deepseek-units", "gemini-implicit"
-]
-Basis = Literal["docs", "change-note"]
+from projections.cache_mechanics import (
+    ANTHROPIC_CACHING,
+    DEEPSEEK_CACHING,
+    GEMINI_CACHING,
+    MECHANICS,
+    OPENAI_CACHING,
+    Mechanics,
+    Provider,
+    Scheme,
+    Source,
+)
 
 LONG_CONTEXT_SUFFIX: Final = "[1m]"
 """The model-id suffix Claude Code uses for a 1M-token window."""
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Where a figure was read and when."""
-
-    url: str
-    checked: date = CHECKED
-    basis: Basis = "docs"
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Mechanics:
-    """How one caching scheme stores and finds prefixes."""
-
-    scheme: Scheme
-    provider: Provider
-    platforms: frozenset[str]
-    writes_per_request: int
-    """Breakpoints a request may write; 0 where the provider decides alone."""
-    lookback: int
-    """Block positions a read searches back from each breakpoint; 0 for no limit or no breakpoints."""
-    granularity: int
-    """Cached prefixes are counted in steps of this many tokens after the minimum (1 = exact)."""
-    lifetimes: Mapping[str, int]
-    """Cache lifetime in seconds by the name the request uses for it (``5m``, ``24h``, ...)."""
-    default_lifetime: str
-    key_params: tuple[str, ...]
-    """Request parameters besides the prompt that key the cache."""
-    usage_fields: tuple[str, ...]
-    source: Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +86,11 @@ def bare_model(model: str) -> str:
 
 # --- sources ----------------------------------------------------------------------------------------
 
-_ANTHROPIC_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
 _ANTHROPIC_PRICING = "https://platform.claude.com/docs/en/about-claude/pricing"
 _ANTHROPIC_MODELS = "https://platform.claude.com/docs/en/models/overview"
 _ANTHROPIC_CONTEXT = "https://platform.claude.com/docs/en/build-with-claude/context-windows"
-_OPENAI_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 _OPENAI_MODELS = "https://platform.openai.com/docs/models"
-_GEMINI_CACHING = "https://ai.google.dev/gemini-api/docs/caching"
 _GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
-_DEEPSEEK_CACHING = "https://api-docs.deepseek.com/guides/kv_cache"
 _DEEPSEEK_PRICING = "https://api-docs.deepseek.com/quick_start/pricing"
 _DEEPSEEK_V4 = "https://openrouter.ai/deepseek/deepseek-v4-flash"
 
@@ -138,7 +98,7 @@ _DEEPSEEK_V4 = "https://openrouter.ai/deepseek/deepseek-v4-flash"
 # Mythos 5.1, Opus 5.5, Opus 5, Fable 5, Mythos 5; 1,024 Opus 4.8, Sonnet 5, Sonnet 4.6, Sonnet 4.5,
 # Opus 4.1, Opus 4, Sonnet 4; 2,048 Mythos Preview, Opus 4.7, Haiku 3.5; 4,096 Opus 4.6, Opus 4.5,
 # Haiku 4.5"), which a 2026 docs audit quotes row by row.
-_CLAUDE_MINIMUMS = Source(_ANTHROPIC_CACHING, note="table 'Minimum cacheable prompt length'")
+_CLAUDE_MINIMUMS = Source(ANTHROPIC_CACHING, note="table 'Minimum cacheable prompt length'")
 # "5m Cache Writes $3.75, 1h Cache Writes $6, Cache Hits $0.30" against $3 base input (Sonnet):
 # 1.25x, 2x and 0.1x; Opus 5.5 reads at 0.05x and Fable 5.1 / Mythos 5.1 at 0.025x (footnotes).
 _CLAUDE_PRICES = Source(_ANTHROPIC_PRICING, note="prompt caching price table and its footnotes")
@@ -153,156 +113,37 @@ THINKING_SOURCE: Final = Source(
 _CLAUDE_CODE_WINDOW = "https://github.com/anthropics/claude-code/issues/24208"
 
 _OPENAI_56 = Source(
-    _OPENAI_CACHING,
+    OPENAI_CACHING,
     note="'For GPT-5.6 models and later model families, cache writes cost 1.25x the uncached input "
     "token rate'; reads 0.1x the input rate",
 )
 _OPENAI_56_MINIMUM = Source(
-    _OPENAI_CACHING,
+    OPENAI_CACHING,
     basis="change-note",
     note="the stored guide states 1,024 tokens for automatic caching and no separate GPT-5.6 minimum",
 )
 _OPENAI_PREFIX = Source(
-    _OPENAI_CACHING,
+    OPENAI_CACHING,
     note="'Cache writes have no additional fee on models before the GPT-5.6 family'; "
     "the read discount varies by model",
 )
 _OPENAI_MINIMUM = Source(
-    _OPENAI_CACHING, note="'enabled automatically for prompts that are 1024 tokens or longer'"
+    OPENAI_CACHING, note="'enabled automatically for prompts that are 1024 tokens or longer'"
 )
 _OPENAI_WINDOWS = Source(_OPENAI_MODELS, note="model pages under /docs/models/<id>")
 
 _GEMINI_MINIMUMS = Source(
-    _GEMINI_CACHING, note="implicit caching 'Min token limit' table, last updated 2026-10-13"
+    GEMINI_CACHING, note="implicit caching 'Min token limit' table, last updated 2026-10-13"
 )
-_GEMINI_PRICES = Source(_GEMINI_CACHING, basis="change-note", note="no multiplier stated on the caching page")
+_GEMINI_PRICES = Source(GEMINI_CACHING, basis="change-note", note="no multiplier stated on the caching page")
 _GEMINI_WINDOWS = Source(_GEMINI_MODELS, note="'Input token limit 1,048,576' on each Gemini 2.x model page")
 
-_DEEPSEEK_UNITS = Source(_DEEPSEEK_CACHING, note="no minimum: a hit is a whole persisted cache prefix unit")
+_DEEPSEEK_UNITS = Source(DEEPSEEK_CACHING, note="no minimum: a hit is a whole persisted cache prefix unit")
 _DEEPSEEK_PRICES = Source(_DEEPSEEK_PRICING, note="hit and miss prices per model; no write fee")
 
 _NO_WRITE_FEE: Mapping[str, float] = MappingProxyType({})
 _CLAUDE_WRITES: Mapping[str, float] = MappingProxyType({"5m": 1.25, "1h": 2.0})
 _OPENAI_56_WRITES: Mapping[str, float] = MappingProxyType({"30m": 1.25, "12h": 1.25})
-
-_ANTHROPIC_PLATFORMS = frozenset({"anthropic", "bedrock", "vertex", "openrouter"})
-_OPENAI_PLATFORMS = frozenset({"openai", "azure", "openrouter"})
-
-
-MECHANICS: Final[Mapping[Scheme, Mechanics]] = MappingProxyType(
-    {
-        # Up to 4 breakpoints; a read looks back at most 20 block positions from each breakpoint (a
-        # run of consecutive tool_use blocks is one position, as is a run of tool_result blocks);
-        # 5-minute lifetime refreshed by each read, or 1 hour with ttl "1h".
-        "anthropic-breakpoints": Mechanics(
-            scheme="anthropic-breakpoints",
-            provider="anthropic",
-            platforms=_ANTHROPIC_PLATFORMS,
-            writes_per_request=4,
-            lookback=20,
-            granularity=1,
-            lifetimes=MappingProxyType({"5m": 300, "1h": 3600}),
-            default_lifetime="5m",
-            key_params=(
-                "tools",
-                "tool_choice",
-                "thinking",
-                "output_config.effort",
-                "speed",
-                "output_config.format",
-                "images present",
-                "web search",
-                "citations",
-            ),
-            usage_fields=(
-                "cache_read_input_tokens",
-                "cache_creation_input_tokens",
-                "cache_creation.ephemeral_5m_input_tokens",
-                "cache_creation.ephemeral_1h_input_tokens",
-            ),
-            source=Source(_ANTHROPIC_CACHING, note="'Cache limitations', 'What invalidates the cache'"),
-        ),
-        # Before GPT-5.6: automatic on prompts of 1,024 tokens or more, hits in 128-token steps,
-        # kept 5-10 minutes of inactivity (at most an hour) in memory, or 24 h with
-        # prompt_cache_retention "24h".
-        "openai-prefix": Mechanics(
-            scheme="openai-prefix",
-            provider="openai",
-            platforms=_OPENAI_PLATFORMS,
-            writes_per_request=0,
-            lookback=0,
-            granularity=128,
-            lifetimes=MappingProxyType({"in_memory": 600, "24h": 86_400}),
-            default_lifetime="in_memory",
-            key_params=("prompt_cache_key", "tools", "images"),
-            usage_fields=("prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
-            source=Source(_OPENAI_CACHING, note="'How it works', 'Prompt cache retention'"),
-        ),
-        # GPT-5.6 and later: a request writes up to four breakpoints (the implicit one, at the end of
-        # the newest user or tool message, takes one unless prompt_cache_options.mode is
-        # "explicit"); a hit matches an earlier breakpoint exactly, with no fallback to a shorter
-        # prefix and no block lookback limit (the latest 80 breakpoints are considered); ttl "30m".
-        "openai-breakpoints": Mechanics(
-            scheme="openai-breakpoints",
-            provider="openai",
-            platforms=_OPENAI_PLATFORMS,
-            writes_per_request=4,
-            lookback=0,
-            granularity=1,
-            lifetimes=MappingProxyType({"30m": 1800, "12h": 43_200}),
-            default_lifetime="30m",
-            key_params=("prompt_cache_key", "tools", "images"),
-            usage_fields=(
-                "prompt_tokens_details.cached_tokens",
-                "prompt_tokens_details.cache_write_tokens",
-                "input_tokens_details.cached_tokens",
-                "input_tokens_details.cache_write_tokens",
-            ),
-            source=Source(
-                _OPENAI_CACHING,
-                note="'prompt cache breakpoints'; the 80-breakpoint window and the 30m ttl are from "
-                "the API reference of prompt_cache_options; '12h' is Azure's",
-            ),
-        ),
-        # Every request persists a cache prefix unit at the end of its input and one at the end of
-        # its output; a common prefix seen across requests is persisted as a unit of its own; a hit
-        # must match a whole unit.
-        "deepseek-units": Mechanics(
-            scheme="deepseek-units",
-            provider="deepseek",
-            platforms=frozenset({"deepseek", "openrouter"}),
-            writes_per_request=0,
-            lookback=0,
-            granularity=1,
-            lifetimes=MappingProxyType({"disk": 3600}),
-            default_lifetime="disk",
-            key_params=(),
-            usage_fields=("prompt_cache_hit_tokens", "prompt_cache_miss_tokens"),
-            source=Source(
-                _DEEPSEEK_CACHING,
-                note="'Cache Persistence and Hit Rules'; the page gives no lifetime, "
-                "1 h is the engine's estimate",
-            ),
-        ),
-        "gemini-implicit": Mechanics(
-            scheme="gemini-implicit",
-            provider="gemini",
-            platforms=frozenset({"gemini", "vertex", "openrouter"}),
-            writes_per_request=0,
-            lookback=0,
-            granularity=1,
-            lifetimes=MappingProxyType({"implicit": 600}),
-            default_lifetime="implicit",
-            key_params=(),
-            usage_fields=("usage.total_cached_tokens", "usageMetadata.cachedContentTokenCount"),
-            source=Source(
-                _GEMINI_CACHING,
-                note="hits in usage.total_cached_tokens (usageMetadata.cachedContentTokenCount before); "
-                "no lifetime stated, 10 minutes is the engine's estimate",
-            ),
-        ),
-    }
-)
 
 
 def _claude(

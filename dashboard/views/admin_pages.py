@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.models import ApiToken, ModelPrice, Source
 from dashboard.roles import ADMIN, role_required
 from dashboard.services.tokens import token_create, token_revoke
-from projections import provider_rules
+from projections import cache_mechanics, provider_rules
 
 
 class TokenForm(forms.Form):
@@ -131,8 +131,8 @@ def price_delete(request: HttpRequest, price_id: int) -> HttpResponse:
 def provider_rules_page(request: HttpRequest) -> HttpResponse:
     """The dated provider rules, read-only: each family's figures with the page and day they come from."""
     context = {
-        "checked": provider_rules.CHECKED,
-        "mechanics": list(provider_rules.MECHANICS.values()),
+        "checked": cache_mechanics.CHECKED,
+        "mechanics": list(cache_mechanics.MECHANICS.values()),
         "groups": [
             (provider, [_rule_row(rule) for rule in rules])
             for provider, rules in provider_rules.rules_by_provider().items()

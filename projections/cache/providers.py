@@ -16,7 +16,8 @@ from typing import Literal
 
 from projections.cache.diff import shared_prefix_length
 from projections.cache.rendered_request import RenderedRequest
-from projections.provider_rules import MECHANICS, ModelRule, Scheme, model_rule
+from projections.cache_mechanics import MECHANICS, Scheme
+from projections.provider_rules import ModelRule, model_rule
 
 Family = Literal["anthropic", "openai", "deepseek", "gemini"]
 

@@ -7,7 +7,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from projections.provider_rules import CHECKED, MODEL_RULES
+from projections.cache_mechanics import CHECKED
+from projections.provider_rules import MODEL_RULES
 
 pytestmark = pytest.mark.django_db
 URL = reverse("dashboard:provider_rules")

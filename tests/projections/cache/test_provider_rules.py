@@ -9,8 +9,9 @@ from urllib.parse import urlsplit
 from projections.cache.analysis import analyse_lineage
 from projections.cache.providers import CallInput, cache_facts, openai_breakpoints, predict_calls
 from projections.cache.rendering import render_request
+from projections.cache_mechanics import MECHANICS
 from projections.normalized import RequestRecord
-from projections.provider_rules import MECHANICS, MODEL_RULES, model_rule
+from projections.provider_rules import MODEL_RULES, model_rule
 from projections.usage import gemini_usage, openai_chat_usage, openai_responses_usage
 from tests.projections.cache.builders import T0, words
 
