@@ -9,26 +9,25 @@ the TTL window, read in one query per analysed session (see :func:`foreign_write
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from dashboard.models import Block, Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
+from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
 from dashboard.models.requests import CHAIN_MAX_LENGTH
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
+from dashboard.services.stored_requests import block_raws, stored_record_usage_only, stored_rendering
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
-from projections.cache.rebuild import StoredRequest, StoredRequestError, rebuild_request
+from projections.cache.rebuild import StoredRequestError
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache.results import CLIENT_RECORD_PLACE, Finding, RecordsAnalysis
 from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
 from projections.cache.transcript_analysis import is_boundary
-from projections.normalized import JSON, EventRecord, RequestRecord, Usage
-from projections.provider_diagnosis import ProviderDiagnosis
+from projections.normalized import EventRecord, RequestRecord
 
 ANALYSIS_KINDS = (
     Warning.Kind.RENDER_MISMATCH,
@@ -42,91 +41,7 @@ ANALYSIS_KINDS = (
 WRITE_BATCH = 500
 
 
-# --- a stored request as the engine takes it -------------------------------------------------
-
-
-def stored_usage(row: Request) -> Usage | None:
-    """The row's usage buckets as the engine's :class:`Usage`; ``None`` when nothing was reported."""
-    buckets = (
-        row.uncached_input_tokens,
-        row.cache_read_tokens,
-        row.cache_write_5m_tokens,
-        row.cache_write_1h_tokens,
-        row.output_tokens,
-    )
-    if all(bucket is None for bucket in buckets):
-        return None
-    return Usage(
-        uncached_input=row.uncached_input_tokens,
-        cache_read=row.cache_read_tokens,
-        cache_write_5m=row.cache_write_5m_tokens,
-        cache_write_1h=row.cache_write_1h_tokens,
-        output=row.output_tokens,
-        convention=row.usage_convention or "anthropic",  # type: ignore[arg-type]
-        raw=row.usage_raw or {},
-    )
-
-
-def stored_record_usage_only(row: Request) -> RequestRecord:
-    """The stored request with its usage alone, for a request whose body cannot be rebuilt."""
-    return RequestRecord(
-        key=row.key,
-        ordinal=row.ordinal,
-        lineage=row.lineage,  # type: ignore[arg-type]
-        provider=row.provider,
-        platform=row.platform or row.provider,
-        api=row.api,
-        model=row.model,
-        started_at=row.started_at,
-        first_token_at=row.first_token_at,
-        usage=stored_usage(row),
-        status=row.status,
-        provider_diagnosis=stored_diagnosis(row),
-        client_version=row.client_version,
-    )
-
-
-def stored_diagnosis(row: Request) -> ProviderDiagnosis | None:
-    """The provider's own cache diagnosis the row keeps; ``None`` when its response stated none."""
-    if not row.provider_miss_reason:
-        return None
-    return ProviderDiagnosis(row.provider, row.provider_miss_reason, row.provider_missed_tokens)
-
-
-def stored_request(row: Request) -> StoredRequest:
-    """The row as the engine's :class:`StoredRequest`: its facts, usage, units and markers."""
-    return StoredRequest(
-        ref=row.pk,
-        record=stored_record_usage_only(row),
-        params=row.params,
-        units=row.units,
-        markers=row.markers,
-        has_body=row.has_body,
-    )
-
-
-def stored_record(row: Request, raws: Mapping[str, JSON]) -> RequestRecord:
-    """The stored request as the engine takes it, with its body rebuilt when it had one.
-
-    Raises :class:`StoredRequestError` when the rebuilt body does not render to the stored units.
-    """
-    return rebuild_request(stored_request(row), raws)[0]
-
-
-def stored_rendering(row: Request, raws: Mapping[str, JSON]) -> tuple[RequestRecord, RenderedRequest | None]:
-    """:func:`stored_record`, with the rebuilt body's rendering (``None`` without a body)."""
-    return rebuild_request(stored_request(row), raws)
-
-
-def block_raws(hashes: Iterable[str]) -> dict[str, JSON]:
-    """Each block's JSON by hash, read in batches (one query per batch, never one per unit)."""
-    wanted = list(dict.fromkeys(hashes))
-    raws: dict[str, JSON] = {}
-    for start in range(0, len(wanted), WRITE_BATCH):
-        chunk = wanted[start : start + WRITE_BATCH]
-        for block_hash, canonical in Block.objects.filter(hash__in=chunk).values_list("hash", "canonical"):
-            raws[block_hash] = json.loads(canonical)
-    return raws
+# --- what other sessions left cached ------------------------------------------------------------
 
 
 def foreign_writes(session: Session, rows: Sequence[Request]) -> PrefixIndex:

@@ -15,8 +15,8 @@ from django.core.cache import cache
 from django.db import transaction
 
 from dashboard.models import Event, Request, Session
-from dashboard.services.analysis import block_raws, stored_record, stored_record_usage_only
 from dashboard.services.breakdown_series import series_cache_key
+from dashboard.services.stored_requests import block_raws, stored_record, stored_record_usage_only
 from projections.cache.rebuild import StoredRequestError
 from projections.context_series import ANSWERING_TYPES, answered_keys, request_figures
 from projections.model_windows import host_of_format

@@ -8,16 +8,11 @@ import pytest
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis, Source, Warning
 from dashboard.services import analysis as analysis_service
-from dashboard.services.analysis import (
-    StoredRequestError,
-    analysis_claim,
-    analysis_request,
-    block_raws,
-    session_analyse,
-    stored_record,
-)
+from dashboard.services.analysis import analysis_claim, analysis_request, session_analyse
 from dashboard.services.ingest import ingest_paths
+from dashboard.services.stored_requests import block_raws, stored_record
 from dashboard.tasks import analyse_session_task
+from projections.cache.rebuild import StoredRequestError
 from projections.cache.rendering import render_request
 from projections.normalized import Usage
 from tests.dashboard.logs import write_jsonl
