@@ -18,7 +18,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.models import ApiToken, IngestJob
 from dashboard.services.api_batches import api_batch_create, api_batch_for_source, api_batch_status
-from dashboard.services.api_ingest import BatchLimits, BodyRejected, Readable, api_ingest, body_read
+from dashboard.services.api_body import BodyRejected, Readable, body_read
+from dashboard.services.api_ingest import BatchLimits, api_ingest
 from dashboard.services.followups import broker_reachable, followups_resend
 from dashboard.services.tokens import token_authenticate
 from dashboard.services.uploads import upload_remove_files

@@ -16,15 +16,8 @@ from typing import Any
 from django.conf import settings
 
 from dashboard.models import IngestJob, Source
-from dashboard.services.api_ingest import (
-    MAX_REPORTED_ERRORS,
-    BatchLimits,
-    BodyRejected,
-    Readable,
-    StepCallback,
-    api_ingest,
-    body_read,
-)
+from dashboard.services.api_body import BodyRejected, Readable, body_read
+from dashboard.services.api_ingest import MAX_REPORTED_ERRORS, BatchLimits, StepCallback, api_ingest
 from dashboard.services.ingest import IngestSummary, ingest_job_record
 
 BODY_NAME = "body.ndjson"

@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
 
 from dashboard.models import Source
+from dashboard.services.api_body import BodyRejected
 from dashboard.services.blocks import BlockStore
 from dashboard.services.db_retry import retrying
 from dashboard.services.ingest import IngestSummary, ingest_session, link_parents
@@ -52,9 +51,6 @@ from projections.normalized import (
 from projections.usage import UsageError, normalize_usage
 
 BODY = "body"
-READ_CHUNK = 64 * 1024
-SPOOL_IN_MEMORY = 8 * 1024 * 1024
-"""A decompressed body larger than this is spooled to a temporary file, not kept in memory."""
 MAX_REPORTED_ERRORS = 1000
 """What enqueueing raises when the broker is unreachable: the rows are committed by then."""
 LINEAGES: tuple[Lineage, ...] = ("main", "subagent", "side")
@@ -63,10 +59,6 @@ STEP_SESSIONS = 50
 
 StepCallback = Callable[[int, int], None]
 """Called after each committed step with the sessions stored so far and the batch's sessions."""
-
-
-class Readable(Protocol):
-    def read(self, size: int = ..., /) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -88,87 +80,6 @@ class BatchLimits:
             sessions=settings.CACHESCOPE_API_BATCH_MAX_SESSIONS,
             records=settings.CACHESCOPE_API_BATCH_MAX_RECORDS,
         )
-
-
-class BodyRejected(Exception):
-    """A body the API refuses as a whole, with the HTTP status that says why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.status = status
-        self.message = message
-        super().__init__(message)
-
-
-def body_read(
-    *,
-    stream: Readable,
-    content_length: int | None,
-    content_encoding: str,
-    max_bytes: int,
-    into: IO[bytes] | None = None,
-) -> IO[bytes]:
-    """Read a request body into a spooled file (or ``into``), refusing it once it passes ``max_bytes``.
-
-    The limit holds for the bytes received and, for gzip, for the bytes decompressed, which are
-    counted while streaming in bounded steps: a gzip bomb is refused after ``max_bytes`` of output,
-    never inflated in memory. Raises :class:`BodyRejected` (413, 415 or 400).
-    """
-    encoding = content_encoding.strip().lower()
-    if encoding not in ("", "identity", "gzip", "x-gzip"):
-        raise BodyRejected(415, f"Content-Encoding {content_encoding!r} is not supported; send gzip or none")
-    if content_length is not None and content_length > max_bytes:
-        raise BodyRejected(413, f"body of {content_length} bytes exceeds the limit of {max_bytes} bytes")
-    spool: IO[bytes] = into or tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115
-    try:
-        if encoding in ("gzip", "x-gzip"):
-            _copy_gunzipped(stream, spool, max_bytes)
-        else:
-            _copy(stream, spool, max_bytes)
-    except BaseException:
-        spool.close()
-        raise
-    spool.seek(0)
-    return spool
-
-
-def _chunks(stream: Readable, max_bytes: int) -> Iterator[bytes]:
-    received = 0
-    while chunk := stream.read(READ_CHUNK):
-        received += len(chunk)
-        if received > max_bytes:
-            raise BodyRejected(413, f"body exceeds the limit of {max_bytes} bytes")
-        yield chunk
-
-
-def _copy(stream: Readable, spool: IO[bytes], max_bytes: int) -> None:
-    for chunk in _chunks(stream, max_bytes):
-        spool.write(chunk)
-
-
-def _copy_gunzipped(stream: Readable, spool: IO[bytes], max_bytes: int) -> None:
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    written = 0
-    for chunk in _chunks(stream, max_bytes):
-        pending = chunk
-        while pending:
-            try:
-                out = inflater.decompress(pending, READ_CHUNK)
-            except zlib.error as error:
-                raise BodyRejected(400, f"body is not valid gzip: {error}") from None
-            written += len(out)
-            if written > max_bytes:
-                raise BodyRejected(
-                    413, f"decompressed body exceeds the limit of {max_bytes} bytes; send smaller batches"
-                )
-            spool.write(out)
-            if inflater.eof:
-                # Concatenated gzip members are one stream (what `cat a.gz b.gz` makes).
-                pending = inflater.unused_data
-                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if pending else inflater
-            else:
-                pending = inflater.unconsumed_tail
-    if not inflater.eof:
-        raise BodyRejected(400, "body is truncated gzip: the stream ends before its last member does")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from dashboard.models import IngestJob
 from dashboard.services.api_batches import api_batch_store
-from dashboard.services.api_ingest import BodyRejected
+from dashboard.services.api_body import BodyRejected
 from dashboard.services.ingest import IngestSummary, ingest_paths, input_size
 from dashboard.services.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.services.uploads import upload_remove_files

@@ -15,7 +15,7 @@ from kombu.exceptions import OperationalError
 
 from dashboard.models import ApiToken, Event, Request, Session, Source
 from dashboard.services import followups
-from dashboard.services.api_ingest import BodyRejected, body_read
+from dashboard.services.api_body import BodyRejected, body_read
 from dashboard.services.tokens import token_create, token_revoke
 from tests.dashboard.logs import dsh_lines
 
