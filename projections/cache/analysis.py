@@ -17,10 +17,10 @@ from projections.cache.client_records import CreditRecord, WireReceipt, verify_w
 from projections.cache.cross_session import PrefixIndex, WriterRef
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.lineage import assign_lineages
+from projections.cache.prediction import CachePredictor
 from projections.cache.providers import (
     TTL_SECONDS,
     CacheEntry,
-    CachePredictor,
     CallInput,
     Prediction,
     cache_facts,

@@ -7,7 +7,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from projections.cache.analysis import analyse_lineage
-from projections.cache.providers import CallInput, cache_facts, openai_breakpoints, predict_calls
+from projections.cache.automatic_prediction import openai_breakpoints
+from projections.cache.prediction import predict_calls
+from projections.cache.providers import CallInput, cache_facts
 from projections.cache.rendering import render_request
 from projections.cache_mechanics import MECHANICS
 from projections.normalized import RequestRecord

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from projections.cache.prediction import predict_calls
 from projections.cache.providers import (
     CallInput,
     UnknownModelError,
     cache_facts,
     openai_cached_tokens,
-    predict_calls,
     split_writes,
 )
 from projections.cache.rendering import render_request
