@@ -23,11 +23,10 @@ from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups, followups_record
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.projcache import projcache_ingest
+from dashboard.services.request_rows import request_row
 from dashboard.services.summaries import session_refresh_summary
-from projections.cache.rendering import RenderError
-from projections.context_series import answering_seq, request_figures
+from projections.context_series import answering_seq
 from projections.formats import read_sessions
-from projections.model_windows import host_of_format
 from projections.normalized import (
     EventRecord,
     FormatError,
@@ -36,7 +35,6 @@ from projections.normalized import (
     RequestRecord,
     SessionImport,
 )
-from projections.prices import PriceError
 
 BATCH_SIZE = 2000
 PROJCACHE_NAME = "session_projcache.json"
@@ -254,7 +252,7 @@ def _write_session(
                 summary.duplicates += 1
                 continue
             stored_keys.add(item.key)
-            row = _request_row(session, item, next_ordinal, blocks, imported.path, summary)
+            row = request_row(session, item, next_ordinal, blocks, imported.path, summary.errors)
             session.client_version = item.client_version or session.client_version
             row.event_seq = answering_seq(previous)
             requests.append(row)
@@ -348,65 +346,6 @@ def _session_fields(imported: SessionImport) -> dict[str, object]:
         "lineage": imported.lineage,
         "source_path": imported.path[-1000:],
     }
-
-
-def _request_row(
-    session: Session,
-    record: RequestRecord,
-    ordinal: int,
-    blocks: BlockStore,
-    path: str,
-    summary: IngestSummary,
-) -> Request:
-    row = Request(
-        session=session,
-        ordinal=ordinal,
-        key=record.key[:200],
-        lineage=record.lineage,
-        provider=record.provider,
-        platform=record.platform,
-        api=record.api,
-        model=record.model[:120],
-        started_at=record.started_at,
-        first_token_at=record.first_token_at,
-        status=record.status,
-        client_version=record.client_version[:60],
-    )
-    if record.provider_diagnosis is not None:
-        row.provider_miss_reason = record.provider_diagnosis.reason[:60]
-        row.provider_missed_tokens = record.provider_diagnosis.missed_tokens
-    if record.usage is not None:
-        usage = record.usage
-        row.uncached_input_tokens = usage.uncached_input
-        row.cache_read_tokens = usage.cache_read
-        row.cache_write_5m_tokens = usage.cache_write_5m
-        row.cache_write_1h_tokens = usage.cache_write_1h
-        row.output_tokens = usage.output
-        row.usage_convention = usage.convention
-        row.usage_raw = dict(usage.raw)
-    try:
-        figures = request_figures(record, host=host_of_format(session.format))
-    except PriceError as error:
-        summary.errors.append(LineError(path, record.line, "request.body", str(error)))
-    else:
-        row.context_window = figures.context_window
-        if figures.breakdown is not None:
-            row.system_tokens = figures.breakdown.system_tokens
-            row.tools_tokens = figures.breakdown.tools_tokens
-            row.message_tokens = figures.breakdown.message_tokens
-    if record.body is not None:
-        try:
-            rendered = blocks.render(record)
-        except RenderError as error:
-            # The usage still counts; only the content analysis of this request is lost.
-            summary.errors.append(LineError(path, record.line, "request.body", str(error)))
-        else:
-            row.has_body = True
-            row.params = rendered.params
-            row.units = rendered.units
-            row.markers = rendered.markers
-            row.render_warnings = rendered.warnings
-    return row
 
 
 def _flush_requests(rows: list[Request]) -> int:
