@@ -56,6 +56,7 @@ DAY_AXIS: dict[str, Any] = {
 
 
 def base_layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
+    """The layout every chart starts from: its title, stacked bars, axis titles and legend."""
     return {
         "title": {"text": title, "font": {"size": 14}},
         "barmode": "stack",
