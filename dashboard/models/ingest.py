@@ -106,16 +106,17 @@ class IngestJob(models.Model):
         return min(99, round(100 * self.bytes_done / self.bytes_total))
 
 
-class IngestError(models.Model):
-    """A bad line met during an ingest: file, line, field and reason."""
+class IngestLineNote(models.Model):
+    """What an ingest says about one line: file, line, field and reason. Errors and notices differ
+    only in what they mean, so they share these columns and their wording."""
 
-    job = models.ForeignKey(IngestJob, on_delete=models.CASCADE, related_name="errors")
     path = models.CharField(max_length=1000)
     line = models.PositiveIntegerField(null=True, blank=True)
     field = models.CharField(max_length=200)
     reason = models.TextField()
 
     class Meta:
+        abstract = True
         ordering = ["job", "id"]
 
     def __str__(self) -> str:
@@ -123,19 +124,14 @@ class IngestError(models.Model):
         return f"{where}: {self.field}: {self.reason}"
 
 
-class IngestNotice(models.Model):
+class IngestError(IngestLineNote):
+    """A bad line met during an ingest: file, line, field and reason."""
+
+    job = models.ForeignKey(IngestJob, on_delete=models.CASCADE, related_name="errors")
+
+
+class IngestNotice(IngestLineNote):
     """A line stored after a change that made it storable (a NUL or a lone surrogate replaced by
     U+FFFD): file, line, field and what was replaced. Listed beside the errors, never counted as one."""
 
     job = models.ForeignKey(IngestJob, on_delete=models.CASCADE, related_name="notices")
-    path = models.CharField(max_length=1000)
-    line = models.PositiveIntegerField(null=True, blank=True)
-    field = models.CharField(max_length=200)
-    reason = models.TextField()
-
-    class Meta:
-        ordering = ["job", "id"]
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.field}: {self.reason}"
