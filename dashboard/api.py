@@ -92,19 +92,30 @@ def _broker_down(message: str) -> JsonResponse:
     return response
 
 
-@csrf_exempt
-@login_not_required
-def ingest(request: HttpRequest) -> JsonResponse:
-    """Store the NDJSON sessions of the body for the token's source; answer counts and per-line errors."""
-    # The token is checked before the method, so a caller without one learns nothing here.
+def _post_admitted(request: HttpRequest, *, nothing_kept: str) -> ApiToken | JsonResponse:
+    """The token of a POST whose body may be read, or the answer to send instead.
+
+    The token is checked before the method, so a caller without one learns nothing. The broker is
+    checked before the body is read: nothing is kept, no large body is received only to be thrown
+    away, and the client sends the batch again later. ``nothing_kept`` says so in the 503 answer.
+    """
     token = _token(request)
     if isinstance(token, JsonResponse):
         return token
     if request.method != "POST":
         return _wrong_method("POST", "use POST with an NDJSON body")
     if not broker_reachable():
-        # Refuse before reading: nothing is stored, and the client sends the batch again later.
-        return _broker_down("the task broker is unreachable; nothing was stored: send this batch again")
+        return _broker_down(f"the task broker is unreachable; {nothing_kept}: send this batch again")
+    return token
+
+
+@csrf_exempt
+@login_not_required
+def ingest(request: HttpRequest) -> JsonResponse:
+    """Store the NDJSON sessions of the body for the token's source; answer counts and per-line errors."""
+    token = _post_admitted(request, nothing_kept="nothing was stored")
+    if isinstance(token, JsonResponse):
+        return token
     try:
         content_length = _content_length(request)
         body = body_read(
@@ -133,14 +144,9 @@ def ingest(request: HttpRequest) -> JsonResponse:
 @login_not_required
 def batches(request: HttpRequest) -> JsonResponse:
     """Save an NDJSON body as a background batch of the token's source; answer 202 and where to poll."""
-    token = _token(request)
+    token = _post_admitted(request, nothing_kept="nothing was saved")
     if isinstance(token, JsonResponse):
         return token
-    if request.method != "POST":
-        return _wrong_method("POST", "use POST with an NDJSON body")
-    if not broker_reachable():
-        # Refuse before reading: a large body is not received only to be thrown away.
-        return _broker_down("the task broker is unreachable; nothing was saved: send this batch again")
     try:
         content_length = _content_length(request)
         job = api_batch_create(
