@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from projections.formats.claude_code_transcript import Transcript, time_or_none
+from projections.formats.claude_code_transcript import Transcript
 from projections.formats.lines import LogLines
 from projections.formats.storable import TooDeep, decode_storable
-from projections.formats.times import parse_time
+from projections.formats.times import optional_time, parse_time
 from projections.normalized import (
     JSON,
     Lineage,
@@ -160,6 +160,6 @@ def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]])
                 yield LineError(str(path), number, "json", "sidechain line could not be read again")
                 continue
             if session.started_at is None:
-                session.started_at = time_or_none(value.get("timestamp"))
+                session.started_at = optional_time(value.get("timestamp"))
             yield from transcript.feed(value, number)
     yield from transcript.finish()

@@ -44,14 +44,6 @@ def _client_version(value: dict[str, JSON]) -> str:
     return client_version("claude-code", version) if isinstance(version, str) else ""
 
 
-def time_or_none(value: JSON) -> datetime | None:
-    """A line's timestamp, or None where it is missing or unreadable."""
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
-
-
 @dataclass(slots=True)
 class _Call:
     key: tuple[str, str]

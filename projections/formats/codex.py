@@ -40,7 +40,7 @@ from projections.formats.codex_items import (
 )
 from projections.formats.codex_tokens import TokenCounter, TokenCountError
 from projections.formats.lines import LogLines
-from projections.formats.times import parse_time
+from projections.formats.times import optional_time, parse_time
 from projections.normalized import (
     JSON,
     EventRecord,
@@ -84,17 +84,10 @@ class _Head:
     subagent: bool = False
 
 
-def _time_or_none(value: JSON) -> datetime | None:
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
-
-
 def _read_meta(head: _Head, meta: Mapping[str, JSON], line_time: JSON) -> None:
     head.session_id = str(meta.get("id") or meta.get("session_id") or "")
     head.cwd = str(meta.get("cwd") or "")
-    head.started_at = _time_or_none(meta.get("timestamp")) or _time_or_none(line_time)
+    head.started_at = optional_time(meta.get("timestamp")) or optional_time(line_time)
     head.cli_version = str(meta.get("cli_version") or "")
     head.provider = str(meta.get("model_provider") or "")
     source = meta.get("source")
