@@ -15,6 +15,7 @@ from datetime import datetime
 
 from projections.client_version import client_version
 from projections.formats.anthropic_blocks import to_dsh_blocks
+from projections.formats.event_sequence import EventSequence
 from projections.formats.times import parse_time
 from projections.normalized import (
     JSON,
@@ -66,14 +67,14 @@ class _Compaction:
     turn: int
 
 
-class Transcript:
+class Transcript(EventSequence):
     """Turns transcript lines, in order, into dsh events and request records."""
 
     def __init__(self, path: str, lineage: Lineage, session: SessionImport) -> None:
+        super().__init__()
         self.path = path
         self.lineage: Lineage = lineage
         self.session = session
-        self.seq = 0
         self.ordinal = 0
         self.turn = 0
         self.step = 0
@@ -88,37 +89,18 @@ class Transcript:
         self.compaction: _Compaction | None = None
         self.model = ""
 
-    def _event(
-        self,
-        kind: str,
-        time: datetime | None,
-        data: dict[str, JSON],
-        line: int,
-        *,
-        surface_op: JSON = None,
-        sources: tuple[int, ...] | None = None,
-    ) -> EventRecord:
-        event = EventRecord(
-            seq=self.seq,
-            type=kind,
-            time=time,
-            data=data,
-            surface_op=surface_op,
-            source_event_seqs=sources,
-            line=line,
-        )
-        if surface_op == "append":
-            self.surface.append(self.seq)
-        if surface_op is not None:
+    def _noted(self, event: EventRecord) -> None:
+        """Keep the surface and its prices for a compaction's claim, and the session's last time."""
+        if event.surface_op == "append":
+            self.surface.append(event.seq)
+        if event.surface_op is not None:
             try:
-                self.prices[self.seq] = event_price(event)
+                self.prices[event.seq] = event_price(event)
             except PriceError:
                 # The fold reports an unpriceable message at its own seq; a claim cannot price it either.
-                self.prices[self.seq] = 0
-        self.seq += 1
-        if time is not None:
-            self.session.ended_at = time
-        return event
+                self.prices[event.seq] = 0
+        if event.time is not None:
+            self.session.ended_at = event.time
 
     def _time(self, value: dict[str, JSON], number: int) -> tuple[datetime | None, LineError | None]:
         try:

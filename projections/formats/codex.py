@@ -39,6 +39,7 @@ from projections.formats.codex_items import (
     tool_name,
 )
 from projections.formats.codex_tokens import TokenCounter, TokenCountError
+from projections.formats.event_sequence import EventSequence
 from projections.formats.lines import LogLines
 from projections.formats.times import optional_time, parse_time
 from projections.normalized import (
@@ -187,16 +188,16 @@ class _Call:
     blocks: list[JSON] = field(default_factory=list)
 
 
-class _Rollout:
+class _Rollout(EventSequence):
     """Turns rollout lines, in order, into dsh events and request records."""
 
     def __init__(self, path: str, session: SessionImport, head: _Head) -> None:
+        super().__init__()
         self.path = path
         self.session = session
         self.lineage: Lineage = session.lineage
         self.platform = head.provider.lower() or "openai"
         self.client_version = client_version("codex", head.cli_version)
-        self.seq = 0
         self.ordinal = 0
         self.turn = 0
         self.step = 0
@@ -213,29 +214,10 @@ class _Rollout:
         """Reading the parent's history that a fork or a spawned agent copies in after its own meta."""
         self.last_time: datetime | None = None
 
-    def _event(
-        self,
-        kind: str,
-        time: datetime | None,
-        data: dict[str, JSON],
-        line: int,
-        *,
-        surface_op: JSON = None,
-        sources: tuple[int, ...] | None = None,
-    ) -> EventRecord:
-        event = EventRecord(
-            seq=self.seq,
-            type=kind,
-            time=time,
-            data=data,
-            surface_op=surface_op,
-            source_event_seqs=sources,
-            line=line,
-        )
-        if surface_op == "append":
-            self.surface[self.seq] = event_price(event)
-        self.seq += 1
-        return event
+    def _noted(self, event: EventRecord) -> None:
+        """Keep the price of each message on the surface, for a compaction's claim."""
+        if event.surface_op == "append":
+            self.surface[event.seq] = event_price(event)
 
     def feed(self, value: dict[str, JSON], number: int) -> Iterator[SessionItem]:
         """The items one rollout line completes (often none until its call ends)."""
