@@ -17,10 +17,10 @@ from projections.cache.providers import (
     CallInput,
     Prediction,
     entry_usable,
-    is_material,
     material_reprocessing,
     seconds,
     split_writes,
+    unexplained_label,
 )
 from projections.cache.rendered_request import RenderedRequest
 
@@ -146,9 +146,7 @@ def _anthropic_label(
         prev_written = _written_tokens(prev.rendered, facts)
         if 0 < read < prev_written:
             return "partial-hit", f"read {read} of the {prev_written} tokens the previous request wrote"
-    if call.reported_read is not None and is_material(read - call.reported_read, cur.total_tokens):
-        return "unexplained", f"reported read {call.reported_read} is below the predicted {read}"
-    return None, ""
+    return unexplained_label(call, read)
 
 
 def _written_tokens(rendered: RenderedRequest, facts: CacheFacts) -> int:

@@ -20,6 +20,7 @@ from projections.cache.providers import (
     material_reprocessing,
     openai_cached_tokens,
     seconds,
+    unexplained_label,
 )
 from projections.cache.rendered_request import RenderedRequest
 
@@ -82,9 +83,7 @@ def _automatic_label(
     last = state.entries.get(prev.rendered.prefix_hashes[-1]) if len(prev.rendered) else None
     if last is not None and not entry_usable(last, now):
         return "ttl-expired", f"the prompt of {last.writer} is no longer retained"
-    if call.reported_read is not None and is_material(read - call.reported_read, cur.total_tokens):
-        return "unexplained", f"reported read {call.reported_read} is below the predicted {read}"
-    return None, ""
+    return unexplained_label(call, read)
 
 
 def _longest_entry(state: CacheState, cur: RenderedRequest, now: float | None) -> int:

@@ -169,6 +169,14 @@ def is_material(reprocessed: int, prompt_total: int) -> bool:
     return reprocessed >= MATERIAL_TOKENS and reprocessed > MATERIAL_SHARE * prompt_total
 
 
+def unexplained_label(call: CallInput, read: int) -> tuple[str | None, str]:
+    """The last rule of every miss label: the provider reported materially less than predicted."""
+    prompt_total = call.rendered.total_tokens
+    if call.reported_read is not None and is_material(read - call.reported_read, prompt_total):
+        return "unexplained", f"reported read {call.reported_read} is below the predicted {read}"
+    return None, ""
+
+
 def seconds(moment: datetime | None) -> float | None:
     """A moment as epoch seconds, the clock of cache entries; None stays None."""
     return moment.timestamp() if moment is not None else None
