@@ -74,6 +74,24 @@ class RequestAnalysis(models.Model):
         default=0,
         help_text="Reported cache writes of a prefix an earlier request of the lineage already wrote.",
     )
+    cause = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="The cause of the first change from the previous request; empty when nothing changed.",
+    )
+    wasted_tokens = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Tokens the previous request of the lineage left cached that this one processed again; "
+        "null until figured (see dashboard.services.request_figures).",
+    )
+    cost = models.DecimalField(
+        max_digits=18,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="What the request's reported usage cost in USD; null when no price matches its model.",
+    )
     data = models.JSONField(default=dict)
     analysed_at = models.DateTimeField(auto_now=True)
 
@@ -83,6 +101,10 @@ class RequestAnalysis(models.Model):
         indexes = [
             models.Index(fields=["session", "material"], name="analysis_session_material"),
             models.Index(fields=["label"], name="analysis_label"),
+            models.Index(fields=["cause"], name="analysis_cause"),
+            # The requests list filters and sorts by these.
+            models.Index(fields=["wasted_tokens"], name="analysis_wasted"),
+            models.Index(fields=["cost"], name="analysis_cost"),
         ]
 
     def __str__(self) -> str:

@@ -18,8 +18,10 @@ from django.utils import timezone
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
 from dashboard.models.requests import CHAIN_MAX_LENGTH
+from dashboard.services.costs import prices_load
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
+from dashboard.services.request_figures import figure_inputs, request_figures
 from dashboard.services.stored_requests import block_raws, stored_record_usage_only, stored_rendering
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
 from projections.cache.rebuild import StoredRequestError
@@ -254,28 +256,44 @@ def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, g
             return False
         SessionAnalysis.objects.filter(session=session).update(stored_generation=generation)
         RequestAnalysis.objects.filter(session=session).delete()
-        analyses = [
-            RequestAnalysis(
-                request=by_key[r.key],
-                session=session,
-                label=r.label[:120],
-                material=r.material,
-                predicted_read=r.predicted_read,
-                predicted_write=r.predicted_write,
-                wire_allows=r.wire_allows,
-                credited=r.credited,
-                rewritten_tokens=r.rewritten,
-                data=r.data,
-            )
-            for r in result.results
-            if r.key in by_key
-        ]
-        RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
+        # The chains first: the wasted tokens of each request are counted along its lineage.
         _store_chains(by_key, result)
+        figures = request_figures(calls=figure_inputs(rows), prices=prices_load())
+        analyses = []
+        for r in result.results:
+            row = by_key.get(r.key)
+            if row is None:
+                continue
+            figure = figures[row.pk]
+            analyses.append(
+                RequestAnalysis(
+                    request=row,
+                    session=session,
+                    label=r.label[:120],
+                    cause=_first_change_cause(r.data),
+                    material=r.material,
+                    predicted_read=r.predicted_read,
+                    predicted_write=r.predicted_write,
+                    wire_allows=r.wire_allows,
+                    credited=r.credited,
+                    rewritten_tokens=r.rewritten,
+                    wasted_tokens=figure.wasted_tokens,
+                    cost=figure.cost,
+                    data=r.data,
+                )
+            )
+        RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
         warnings_store(session=session, findings=result.findings, requests=by_key)
         session.warning_count = session.warnings.count()
         Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)
     return True
+
+
+def _first_change_cause(data: Mapping[str, object]) -> str:
+    """The cause of the first change the analysis found, as the list filters on it; "" for none."""
+    change = data.get("first_change")
+    cause = change.get("cause") if isinstance(change, dict) else None
+    return cause[:40] if isinstance(cause, str) else ""
 
 
 def _store_chains(rows: Mapping[str, Request], result: RecordsAnalysis) -> None:

@@ -1,0 +1,134 @@
+"""The figures the requests list filters and sorts on, kept on each request's analysis row: what the
+request cost and the cached tokens it processed again.
+
+Wasted tokens of a request: of the prefix the previous request of its lineage left cached (that
+request's read plus its writes), what this one did not read and so sent through the model again,
+at most what it did not read of its own prompt (its uncached input plus its writes). The first
+request of a lineage wastes nothing: nothing of its lineage was cached before it. The miss label
+and cause of the same row say why; this says how much. It is the shortfall the session cost's
+re-written tokens (:mod:`dashboard.services.costs`) are drawn from, counted whether the provider
+wrote it again or read it as plain input.
+
+Both figures come from reported usage and the lineage the analysis decided
+(:attr:`~dashboard.models.Request.current_lineage`); the cost from the price table as it stood when
+the analysis was stored. ``manage.py refresh_request_figures`` figures them again after a price
+change, and for rows analysed before the columns existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import transaction
+
+from dashboard.models import Request, RequestAnalysis
+from dashboard.models.requests import current_lineage
+from dashboard.services.costs import Price, Tokens, price_match, prices_load, usage_cost
+
+COST_PLACES = Decimal("0.00000001")
+"""The stored cost's precision: a hundred-millionth of a dollar, finer than any token's price."""
+WRITE_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class FigureInput:
+    """One request as its figures need it, in the session's request order."""
+
+    request_id: int
+    lineage: str
+    model: str
+    tokens: Tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFigures:
+    wasted_tokens: int
+    cost: Decimal | None
+    """``None`` when no price matches the request's model."""
+
+
+def wasted_tokens(previous: Tokens | None, current: Tokens) -> int:
+    """The tokens ``previous`` left cached that ``current`` processed again (see the module's text)."""
+    if previous is None:
+        return 0
+    cached = previous.cache_read + previous.cache_write_5m + previous.cache_write_1h
+    not_read = current.uncached_input + current.cache_write_5m + current.cache_write_1h
+    return min(max(0, cached - current.cache_read), not_read)
+
+
+def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) -> dict[int, RequestFigures]:
+    """Each request's figures by request id; ``calls`` in request order, any mix of lineages."""
+    previous: dict[str, Tokens] = {}
+    matched: dict[str, Price | None] = {}  # a session uses few models: match each once
+    figures: dict[int, RequestFigures] = {}
+    for call in calls:
+        if call.model not in matched:
+            matched[call.model] = price_match(model=call.model, prices=prices)
+        price = matched[call.model]
+        cost = None if price is None else usage_cost(tokens=call.tokens, price=price).quantize(COST_PLACES)
+        wasted = wasted_tokens(previous.get(call.lineage), call.tokens)
+        figures[call.request_id] = RequestFigures(wasted, cost)
+        previous[call.lineage] = call.tokens
+    return figures
+
+
+def figure_inputs(rows: Iterable[Request]) -> list[FigureInput]:
+    """Stored requests, given in order, as their figures need them."""
+    return [
+        FigureInput(
+            row.pk,
+            row.current_lineage,
+            row.model,
+            Tokens(
+                row.uncached_input_tokens or 0,
+                row.cache_read_tokens or 0,
+                row.cache_write_5m_tokens or 0,
+                row.cache_write_1h_tokens or 0,
+                row.output_tokens or 0,
+            ),
+        )
+        for row in rows
+    ]
+
+
+def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Price] | None = None) -> int:
+    """Figure again the stored analyses of the listed sessions; the number of rows written.
+
+    Three queries however many sessions (the requests, the analysis ids, the writes in batches).
+    """
+    if not session_ids:
+        return 0
+    prices = prices_load() if prices is None else prices
+    rows = (
+        Request.objects.filter(session_id__in=session_ids)
+        .order_by("session_id", "ordinal", "id")
+        .values_list(
+            "pk",
+            "session_id",
+            current_lineage(),
+            "model",
+            "uncached_input_tokens",
+            "cache_read_tokens",
+            "cache_write_5m_tokens",
+            "cache_write_1h_tokens",
+            "output_tokens",
+        )
+    )
+    calls = [
+        # Lineages are named per session: key them by session too.
+        FigureInput(pk, f"{session_id}:{lineage}", model, Tokens(*(n or 0 for n in tokens)))
+        for pk, session_id, lineage, model, *tokens in rows.iterator()
+    ]
+    figures = request_figures(calls=calls, prices=prices)
+    analyses = RequestAnalysis.objects.filter(session_id__in=session_ids).only("pk", "request_id")
+    changed = []
+    for analysis in analyses:
+        figure = figures.get(analysis.request_id)
+        if figure is not None:
+            analysis.wasted_tokens, analysis.cost = figure.wasted_tokens, figure.cost
+            changed.append(analysis)
+    with transaction.atomic():
+        RequestAnalysis.objects.bulk_update(changed, ["wasted_tokens", "cost"], batch_size=WRITE_BATCH)
+    return len(changed)
