@@ -162,6 +162,8 @@ _AUTO_COMPACT_BY_FORMAT: Final = {
     "claude-code": CLAUDE_CODE_AUTO_COMPACT,
     # claude-trace records Claude Code's own traffic.
     "claude-trace": CLAUDE_CODE_AUTO_COMPACT,
+    # Claude Code's own telemetry events (projections.formats.otel_claude_code).
+    "claude-code-otel": CLAUDE_CODE_AUTO_COMPACT,
 }
 
 

@@ -174,6 +174,9 @@ class SessionImport:
     """A description of an incomplete last record (a truncated zstd frame), which is dropped."""
     fatal: str = ""
     """Why the whole session was refused (e.g. an unknown header version); nothing of it is stored."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Who or what the session belongs to, as its source named them (telemetry's ``user.email``,
+    ``organization.id``, ...); the sessions list filters by them."""
 
 
 class FormatError(ValueError):
