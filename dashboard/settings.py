@@ -126,7 +126,16 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
-# Without collectstatic (the embedded default) files are served straight from static/.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic (which `manage.py demo` runs too) writes each file under a name holding a hash of
+    # its content, with gzip and brotli copies beside it; WhiteNoise serves those names with a year's
+    # cache lifetime, so a browser fetches plotly.js once per release, compressed. With DEBUG on,
+    # pages link the plain names and need no collectstatic.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+# Plain names are also served straight from static/ (with a short cache lifetime): the tests use
+# them without collecting anything.
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 

@@ -13,3 +13,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"{SHARED_DATA} is not present on this machine")
     return SHARED_DATA
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Link static files by their plain names, served from static/, so no test needs collectstatic.
+
+    The hashed names of the deployed storage would need a manifest that a fresh checkout lacks, and
+    one left over from an earlier collectstatic would serve stale copies of files being edited.
+    """
+    from django.conf import settings
+
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }

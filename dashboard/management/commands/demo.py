@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -38,6 +39,9 @@ class Command(BaseCommand):
             )
             for error in summary.errors:
                 self.stderr.write(f"  {error}")
+        if isinstance(staticfiles_storage, ManifestFilesMixin):
+            # Pages link the hashed, compressed copies that collectstatic writes (see STORAGES).
+            call_command("collectstatic", interactive=False, verbosity=0)
         password = self._demo_password()
         host = options["addrport"]
         self.stdout.write(
