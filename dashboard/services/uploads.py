@@ -22,10 +22,23 @@ from django.db import transaction
 from django.utils import timezone
 
 from dashboard.models import IngestJob, IngestNotice
+from dashboard.services.upload_contents import (
+    UploadContents,
+    check_archive_folder,
+    check_uploaded_file,
+    no_logs_reason,
+)
 
 
 class UploadRejected(ValueError):
-    """An upload refused before anything was stored: too large, an unsafe archive, a bad name."""
+    """An upload refused before anything was stored: too large, an unsafe archive, a bad name, no logs.
+
+    ``reasons`` holds one line per file at fault, so a page can list them.
+    """
+
+    def __init__(self, *reasons: str) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = list(reasons)
 
 
 def upload_dir(job: IngestJob) -> Path:
@@ -40,6 +53,7 @@ NAME_PART_MAX_BYTES = 255
 NAME_MAX_BYTES = 1000
 """Bytes of a member's whole path, which the job's error and notice rows keep."""
 EMPTY_FILE_NOTICE = "empty: skipped, there is nothing in it to ingest"
+NOT_A_LOG_NOTICE = "not named like a log: skipped, as the ingest of a folder skips it"
 
 
 @dataclass
@@ -48,6 +62,7 @@ class _Saved:
 
     files: int = 0
     skipped_empty: list[str] = field(default_factory=list)
+    contents: UploadContents = field(default_factory=UploadContents)
 
 
 def upload_create_job(
@@ -55,8 +70,9 @@ def upload_create_job(
 ) -> IngestJob:
     """Save ``files`` for a new, queued ingest job; the caller enqueues the job's task.
 
-    Empty files are skipped, each with a notice on the job; an upload with nothing else is refused,
-    and no job is left behind by any refusal.
+    Empty files, and files in an archive not named like logs, are skipped, each with a notice on the
+    job. A file that does not read as a log refuses the whole upload, naming each such file and why;
+    so does an upload with nothing left to ingest. No job is left behind by any refusal.
     """
     if not files:
         raise UploadRejected("choose at least one file to upload")
@@ -77,18 +93,23 @@ def upload_create_job(
         saved = _Saved()
         try:
             for uploaded in files:
-                _save_upload(uploaded, folder, limit, saved)
+                _save_upload(uploaded, folder, limit, saved, format)
+            if saved.contents.refused:
+                raise UploadRejected(*saved.contents.refused)
             if not saved.files:
                 raise UploadRejected("nothing to ingest: every file is empty")
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
+        skipped = [(name, EMPTY_FILE_NOTICE) for name in saved.skipped_empty] + [
+            (name, NOT_A_LOG_NOTICE) for name in saved.contents.skipped
+        ]
         IngestNotice.objects.bulk_create(
-            IngestNotice(job=job, path=name[-1000:], line=None, field="file", reason=EMPTY_FILE_NOTICE)
-            for name in saved.skipped_empty
+            IngestNotice(job=job, path=name[-1000:], line=None, field="file", reason=reason)
+            for name, reason in skipped
         )
         job.paths = [str(folder)]
-        job.notice_count = len(saved.skipped_empty)
+        job.notice_count = len(skipped)
         job.save(update_fields=["paths", "notice_count"])
     return job
 
@@ -122,7 +143,7 @@ def uploads_remove_expired(*, now: datetime | None = None) -> int:
     return removed
 
 
-def _save_upload(uploaded: UploadedFile, folder: Path, limit: int, saved: _Saved) -> None:
+def _save_upload(uploaded: UploadedFile, folder: Path, limit: int, saved: _Saved, format: str | None) -> None:
     name = _safe_name(uploaded.name or "upload")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
@@ -130,12 +151,21 @@ def _save_upload(uploaded: UploadedFile, folder: Path, limit: int, saved: _Saved
         for chunk in uploaded.chunks():
             out.write(chunk)
     if name.lower().endswith(".zip"):
-        extract_zip(target, folder / Path(name).stem, limit=limit, saved=saved)
+        extracted = folder / Path(name).stem
+        files_before = saved.files
+        extract_zip(target, extracted, limit=limit, saved=saved)
         target.unlink()
+        skipped_before = len(saved.contents.skipped)
+        check_archive_folder(extracted, name, format, saved.contents)
+        skipped = len(saved.contents.skipped) - skipped_before
+        saved.files -= skipped
+        if skipped and saved.files == files_before:
+            saved.contents.refused.append(no_logs_reason(name))
     elif target.stat().st_size == 0:
         target.unlink()
         saved.skipped_empty.append(name)
     else:
+        check_uploaded_file(target, name, format, saved.contents)
         saved.files += 1
 
 

@@ -15,7 +15,6 @@ from dashboard.models import IngestJob
 from dashboard.roles import OPERATOR, has_role
 from dashboard.services.ingest_jobs import ingest_job_requeue, ingest_job_retryable
 from dashboard.services.uploads import UploadRejected, upload_create_job
-from dashboard.tasks import ingest_job_enqueue
 from dashboard.views.htmx import HtmxHttpRequest
 from projections.formats import FORMAT_NAMES
 
@@ -71,8 +70,10 @@ def ingest_page(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                 )
             except UploadRejected as rejected:
-                form.add_error("files", str(rejected))
+                form.add_error("files", rejected.reasons)
             else:
+                from dashboard.tasks import ingest_job_enqueue  # the task layer (and Celery) loads on first use
+
                 # Sent once the job's row is committed; a broker that does not answer marks it not queued.
                 transaction.on_commit(lambda: ingest_job_enqueue(job.pk))
                 return HttpResponseRedirect(job.get_absolute_url())
@@ -118,6 +119,8 @@ def ingest_job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
         raise PermissionDenied("Retrying an ingest needs the operator role.")
     job = get_object_or_404(IngestJob, pk=job_id)
     if ingest_job_requeue(job_id=job.pk):
+        from dashboard.tasks import ingest_job_enqueue  # the task layer (and Celery) loads on first use
+
         transaction.on_commit(lambda: ingest_job_enqueue(job.pk))
     else:
         messages.error(request, f"Ingest #{job.pk} cannot be retried: it is {job.get_status_display()}.")

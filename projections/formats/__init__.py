@@ -31,11 +31,13 @@ from projections.normalized import JSON, FormatError, SessionImport
 
 __all__ = [
     "FORMAT_NAMES",
+    "LOG_SUFFIXES",
     "FormatError",
     "ProjCache",
     "ProjCacheRow",
     "detect_format",
     "find_projcaches",
+    "is_log_name",
     "read_projcache",
     "read_sessions",
 ]
@@ -115,7 +117,8 @@ def _read_file(path: Path, format_name: str) -> Iterator[SessionImport]:
         yield from _read_capture(path, format_name)
 
 
-def _is_log_name(name: str) -> bool:
+def is_log_name(name: str) -> bool:
+    """Whether a folder walk reads a file of this name: a log suffix, not hidden, not a projection cache."""
     return not name.startswith(".") and name != PROJCACHE_NAME and name.endswith(LOG_SUFFIXES)
 
 
@@ -124,7 +127,7 @@ def iter_log_files(folder: Path) -> Iterator[Path]:
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
-            if _is_log_name(name):
+            if is_log_name(name):
                 yield Path(root) / name
 
 

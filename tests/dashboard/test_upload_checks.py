@@ -9,12 +9,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.models import IngestJob, IngestNotice, Session
-from dashboard.services.uploads import uploads_remove_expired
+from dashboard.models import IngestJob, IngestNotice, Session, Source
+from dashboard.services.uploads import NOT_A_LOG_NOTICE, uploads_remove_expired
 from tests.dashboard.test_uploads import log_bytes, upload, zipped
 
 pytestmark = pytest.mark.django_db
@@ -167,3 +168,67 @@ def test_a_failed_uploads_files_are_kept_for_a_retry_then_deleted_after_the_rete
     assert uploads_remove_expired(now=timezone.now() + timedelta(days=8)) == 1
     assert not any(Path(p).exists() for p in job.paths)
     assert IngestJob.objects.get(pk=job.pk).paths == []
+
+
+def test_an_upload_of_a_file_that_is_no_log_is_refused_naming_the_file_and_creates_nothing(
+    operator_client: Client, settings: object
+) -> None:
+    response = upload(operator_client, "notes.txt", b"Remember to rotate the keys.\n")
+    _refused(response, "notes.txt: line 1, format: not a JSON-lines log")
+    assert not Source.objects.exists()
+    assert _left_files(settings) == []
+
+
+def test_json_lines_of_no_known_format_are_refused_with_the_known_formats(operator_client: Client) -> None:
+    response = upload(operator_client, "metrics.jsonl", b'{"cpu": 0.4}\n{"cpu": 0.5}\n')
+    _refused(response, "metrics.jsonl: format: unknown log format (known: dsh, claude-code")
+    assert "choose one under Format" in response.content.decode()
+
+
+def test_one_bad_file_refuses_the_whole_upload_and_names_only_it(operator_client: Client) -> None:
+    files = [
+        SimpleUploadedFile("session.jsonl", log_bytes("good")),
+        SimpleUploadedFile("photo.png", b"\x89PNG\r\n\x1a\n"),
+    ]
+    response = operator_client.post(reverse("dashboard:ingest"), {"files": files, "source": "uploads"})
+    _refused(response, "photo.png: line 1, format: not a JSON-lines log")
+    assert "session.jsonl:" not in response.content.decode()
+    assert not Session.objects.exists()
+
+
+def test_a_zip_with_no_log_in_it_is_refused(operator_client: Client) -> None:
+    response = upload(operator_client, "docs.zip", zipped({"README.md": b"# logs\n", "a/notes.txt": b"x"}))
+    _refused(response, "docs.zip: holds no log file")
+
+
+def test_files_of_a_zip_not_named_like_logs_are_skipped_with_a_notice(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    archive = zipped({"logs/a/session.jsonl": log_bytes("zip-a"), "logs/README.md": b"# fleet logs\n"})
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "logs.zip", archive)
+    job = IngestJob.objects.get()
+    assert job.status == IngestJob.Status.DONE, job.message
+    notice = IngestNotice.objects.get(job=job)
+    assert (notice.path, notice.reason) == ("logs.zip/logs/README.md", NOT_A_LOG_NOTICE)
+
+
+def test_a_log_member_of_a_zip_that_is_no_log_refuses_the_upload(operator_client: Client) -> None:
+    archive = zipped({"logs/a/session.jsonl": log_bytes("zip-a"), "logs/b/broken.jsonl": b"not json\n"})
+    _refused(upload(operator_client, "logs.zip", archive), "logs.zip/logs/b/broken.jsonl: line 1, format:")
+
+
+def test_a_chosen_log_named_unlike_a_log_is_still_ingested(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "session.log", log_bytes("renamed"))
+    job = IngestJob.objects.get()
+    assert (job.status, job.sessions_added) == (IngestJob.Status.DONE, 1), job.message
+    assert Session.objects.get().external_id == "renamed"
+
+
+def test_a_forced_format_accepts_records_no_detector_knows(operator_client: Client) -> None:
+    response = upload(operator_client, "odd.jsonl", b'{"cpu": 0.4}\n', format="claude-code")
+    assert response.status_code == 302
+    assert IngestJob.objects.get().format == "claude-code"
