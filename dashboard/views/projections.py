@@ -20,7 +20,6 @@ from dashboard.models import FoldRun, FoldRunResult, ProjectionRow
 from dashboard.roles import OPERATOR, has_role
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_resume
 from dashboard.services.refold_report import fold_run_report
-from dashboard.tasks import refold_run_enqueue
 from dashboard.views.htmx import HtmxHttpRequest
 from projections.folds.registry import defined_versions, live_versions
 
@@ -30,37 +29,55 @@ STALL_SECONDS = 60
 
 
 class RefoldForm(forms.Form):
-    key = forms.ChoiceField()
-    from_version = forms.TypedChoiceField(coerce=int, label="From version")
-    to_version = forms.TypedChoiceField(coerce=int, label="To version")
+    """A re-fold is one key and two of its own state versions, picked as one choice.
+
+    Offering each key's version pairs, rather than a key and two version lists, means the page
+    never offers a version the key lacks or the same version twice; a hand-made POST that names
+    one is still refused with the reason.
+    """
+
+    comparison = forms.CharField(label="Key and versions", widget=forms.Select)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["key"].choices = [(key, key) for key in live_versions()]  # type: ignore[attr-defined]
-        versions = sorted({ver for key in live_versions() for ver in defined_versions(key)})
-        for name in ("from_version", "to_version"):
-            self.fields[name].choices = [(ver, ver) for ver in versions]  # type: ignore[attr-defined]
-        keyed = [key for key in live_versions() if len(defined_versions(key)) > 1]
-        if keyed:
-            self.initial.setdefault("key", keyed[0])
-            *older, live = defined_versions(keyed[0])
-            self.initial.setdefault("from_version", older[-1])
-            self.initial.setdefault("to_version", live)
+        self.fields["comparison"].widget.choices = refold_choices()  # type: ignore[attr-defined]
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        key, old, new = data.get("key"), data.get("from_version"), data.get("to_version")
-        if key is None or old is None or new is None:
-            return data
+    def clean_comparison(self) -> tuple[str, int, int]:
+        value = self.cleaned_data["comparison"]
+        key, _, versions = value.partition(":")
+        old, _, new = versions.partition(":")
+        if key not in live_versions():
+            raise forms.ValidationError(f"No projection key {key!r}; known: {', '.join(live_versions())}")
+        if not (old.isdigit() and new.isdigit()):
+            raise forms.ValidationError(f"{value!r} is not a key and two versions, as key:from:to")
         defined = defined_versions(key)
-        for name, ver in (("from_version", old), ("to_version", new)):
+        for ver in (int(old), int(new)):
             if ver not in defined:
-                self.add_error(
-                    name, f"{key} has no state version {ver}; defined: {', '.join(map(str, defined))}"
+                raise forms.ValidationError(
+                    f"{key} has no state version {ver}; defined: {', '.join(map(str, defined))}"
                 )
         if old == new:
-            self.add_error("to_version", "Choose two different versions to compare.")
-        return data
+            raise forms.ValidationError("Choose two different versions to compare.")
+        return key, int(old), int(new)
+
+
+def refold_choices() -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per key with more than one state version, every pair of its versions; the live one first."""
+    groups = []
+    for key, live in live_versions().items():
+        defined = defined_versions(key)
+        # Newest target first, then newest source: v7 → v8 (live) is the re-fold after an upgrade.
+        pairs = sorted(
+            ((old, new) for old in defined for new in defined if old != new),
+            key=lambda pair: (pair[1] != live, -pair[1], -pair[0]),
+        )
+        if pairs:
+            options = [
+                (f"{key}:{old}:{new}", f"v{old} → v{new}{' (live)' if new == live else ''}")
+                for old, new in pairs
+            ]
+            groups.append((key, options))
+    return groups
 
 
 def projection_keys() -> list[dict[str, Any]]:
@@ -102,6 +119,7 @@ def _page_context(request: HttpRequest, form: RefoldForm | None = None) -> dict[
         "keys": projection_keys(),
         "runs": FoldRun.objects.select_related("created_by")[:RUNS_LISTED],
         "form": form or RefoldForm(),
+        "refold_offered": bool(refold_choices()),
         "can_refold": has_role(request.user, OPERATOR),
     }
 
@@ -120,16 +138,16 @@ def _start_run(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Starting a re-fold needs the operator role.")
     form = RefoldForm(request.POST)
     if form.is_valid():
+        key, from_version, to_version = form.cleaned_data["comparison"]
         try:
             run = fold_run_create(
-                key=form.cleaned_data["key"],
-                from_version=form.cleaned_data["from_version"],
-                to_version=form.cleaned_data["to_version"],
-                created_by=request.user,
+                key=key, from_version=from_version, to_version=to_version, created_by=request.user
             )
         except RefoldError as error:
             form.add_error(None, str(error))
         else:
+            from dashboard.tasks import refold_run_enqueue  # the task layer (and Celery) loads on first use
+
             # Sent once the run's row is committed; a broker that does not answer marks it not queued.
             transaction.on_commit(lambda: refold_run_enqueue(run.pk))
             return redirect(run)
@@ -169,6 +187,8 @@ def fold_run(request: HttpRequest, run_id: int) -> HttpResponse:
         except RefoldError as error:
             messages.error(request, str(error))
         else:
+            from dashboard.tasks import refold_run_enqueue  # the task layer (and Celery) loads on first use
+
             transaction.on_commit(lambda: refold_run_enqueue(run.pk, resume=True))
         return HttpResponseRedirect(run.get_absolute_url())
     context = {**fold_run_context(run), "can_refold": has_role(request.user, OPERATOR)}

@@ -94,7 +94,7 @@ def test_a_viewer_cannot_retry_an_ingest(
 def test_a_refold_started_with_the_broker_down_is_not_queued_and_resumes_from_its_page(
     operator_client: Client, broker_down: Callable[[], None]
 ) -> None:
-    form = {"key": "contextBreakdown", "from_version": "7", "to_version": "8"}
+    form = {"comparison": "contextBreakdown:7:8"}
     response = operator_client.post(reverse("dashboard:projections"), form)
     assert response.status_code == 302, response.content.decode()[-2000:]
     run = FoldRun.objects.get()

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -12,11 +14,12 @@ from django.utils import timezone
 from dashboard.models import FoldRun, ProjectionRow, Session
 from dashboard.services.folds import fold_session
 from dashboard.services.refold import fold_run_claim, fold_run_create, refold_run
+from projections.folds.registry import defined_versions, live_versions
 from tests.dashboard.test_folds import bad_claim_log, conversation, stored_session
 from tests.dashboard.test_refold import corpus, store_corpus
 
 PROJECTIONS = reverse("dashboard:projections")
-START = {"key": "contextBreakdown", "from_version": "5", "to_version": "6"}
+START = {"comparison": "contextBreakdown:5:6"}
 
 
 def finished_run() -> FoldRun:
@@ -66,9 +69,41 @@ def test_an_operator_starts_a_refold_as_a_job(
 
 
 def test_an_invalid_refold_says_why(operator_client: Client) -> None:
-    response = operator_client.post(PROJECTIONS, {**START, "to_version": "5"})
+    response = operator_client.post(PROJECTIONS, {"comparison": "contextBreakdown:5:5"})
     assert response.status_code == 400
     assert "Choose two different versions" in response.content.decode()
+    assert not FoldRun.objects.exists()
+
+
+def test_the_form_offers_only_each_keys_own_versions_and_never_one_version_twice(
+    operator_client: Client,
+) -> None:
+    page = operator_client.get(PROJECTIONS).content.decode()
+    offered = re.findall(r'<option value="([^"]+)"', page)
+    assert offered, "the re-fold form offers no comparison"
+    *_, previous, live = defined_versions("contextBreakdown")
+    assert live == live_versions()["contextBreakdown"]
+    assert offered[0] == f"contextBreakdown:{previous}:{live}"
+    for value in offered:
+        key, old, new = value.split(":")
+        assert old != new
+        assert {int(old), int(new)} <= set(defined_versions(key)), value
+
+
+@pytest.mark.parametrize(
+    ("comparison", "reason"),
+    [
+        ("contextBreakdown:5:99", "contextBreakdown has no state version 99"),
+        ("nope:1:2", "No projection key &#x27;nope&#x27;"),
+        ("contextBreakdown:five:6", "is not a key and two versions"),
+    ],
+)
+def test_a_hand_made_comparison_the_form_never_offers_is_refused_with_the_reason(
+    operator_client: Client, comparison: str, reason: str
+) -> None:
+    response = operator_client.post(PROJECTIONS, {"comparison": comparison})
+    assert response.status_code == 400
+    assert reason in response.content.decode()
     assert not FoldRun.objects.exists()
 
 

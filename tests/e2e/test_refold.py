@@ -21,9 +21,7 @@ def test_an_operator_starts_a_refold_and_watches_it_reach_its_report(
     ingest_demo_file("dsh", "compacted")
     login_as("operator")
     page.goto(live_server.url + "/projections/")
-    page.get_by_role("combobox", name="Key").select_option("contextBreakdown")
-    page.get_by_role("combobox", name="From version").select_option("7")
-    page.get_by_role("combobox", name="To version").select_option("8")
+    page.get_by_role("combobox", name="Key and versions").select_option("contextBreakdown:7:8")
     page.get_by_role("button", name="Start re-fold").click()
 
     expect(page.get_by_role("heading", name="Re-fold #")).to_contain_text("contextBreakdown v7 → v8")
