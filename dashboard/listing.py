@@ -12,6 +12,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -43,6 +44,8 @@ _TIME_SORTS = frozenset({"last_activity", "started_at"})
 _TEXT_SORTS = frozenset({"source__name", "title"})
 """The other sort columns are numbers; a cursor's value must be of its column's kind."""
 PAGE_SIZE = 50
+_LABEL_KEY = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+"""What a label key may look like in the filter: the attribute names telemetry uses."""
 
 # Nullable sort columns sort their nulls as the lowest value, so a keyset can step over them.
 _NULL_AS: dict[str, Any] = {
@@ -59,6 +62,8 @@ class SessionFilters:
     source: str = ""
     model: str = ""
     client_version: str = ""
+    label: str = ""
+    """``key=value`` (``user.email=ana@example.com``) or a bare ``key``: sessions with that label."""
     started_from: date | None = None
     started_to: date | None = None
     warnings: bool = False
@@ -80,6 +85,7 @@ class SessionFilters:
             source=text_param(params, "source", errors),
             model=text_param(params, "model", errors),
             client_version=text_param(params, "client_version", errors),
+            label=_label(text_param(params, "label", errors), errors),
             started_from=_parse(params, "from", _day, errors, _DAY_EXPECTED),
             started_to=_parse(params, "to", _day, errors, _DAY_EXPECTED),
             warnings=params.get("warnings", "") in {"1", "on", "true"},
@@ -98,6 +104,9 @@ class SessionFilters:
             sessions = sessions.filter(models_used__contains=self.model)
         if self.client_version:
             sessions = sessions.filter(client_version=self.client_version)
+        if self.label:
+            key, _, value = self.label.partition("=")
+            sessions = sessions.labelled(key.strip(), value.strip())
         if self.started_from:
             sessions = sessions.filter(started_at__gte=_start_of(self.started_from))
         if self.started_to:
@@ -238,6 +247,14 @@ def _parse(params: QueryDict, name: str, convert: Any, errors: dict[str, str], e
     except ValueError:
         errors[name] = f"{raw!r} is not {expected}"
         return None
+
+
+def _label(raw: str, errors: dict[str, str]) -> str:
+    key = raw.partition("=")[0].strip()
+    if raw and not _LABEL_KEY.fullmatch(key):
+        errors["label"] = f"{raw[:40]!r} is not key=value with a key of letters, digits, '.', '_' or '-'"
+        return ""
+    return raw
 
 
 def _percent(raw: str) -> float:

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 import dashboard.views.analysis as analysis_views
+import dashboard.views.otlp as otlp_views
 from dashboard import api
 from dashboard.views import (
     admin_pages,
@@ -55,6 +56,10 @@ urlpatterns = [
     path("api/v1/ingest", api.ingest, name="api_ingest"),
     path("api/v1/batches", api.batches, name="api_batches"),
     path("api/v1/batches/<int:job_id>", api.batch, name="api_batch"),
+    # OTLP/HTTP: the paths an exporter appends to OTEL_EXPORTER_OTLP_ENDPOINT.
+    path("v1/logs", otlp_views.logs, name="otlp_logs"),
+    path("v1/traces", otlp_views.traces, name="otlp_traces"),
+    path("v1/metrics", otlp_views.metrics, name="otlp_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

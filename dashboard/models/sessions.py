@@ -11,6 +11,12 @@ EVENTS_PER_PAGE = 100
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
+    def labelled(self, key: str, value: str) -> SessionQuerySet:
+        """The sessions whose label ``key`` is ``value`` (``value`` empty: that have the label)."""
+        if value:
+            return self.filter(**{f"labels__{key}": value})
+        return self.filter(labels__has_key=key)
+
     def search(self, text: str) -> SessionQuerySet:
         text = text.strip()
         if not text:
@@ -40,6 +46,11 @@ class Session(models.Model):
         max_length=60, blank=True, help_text="The client release of the latest request that named one."
     )
     source_path = models.CharField(max_length=1000, blank=True)
+    labels = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Who or what the session belongs to, as its source named them (user.email, ...).",
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

@@ -83,8 +83,9 @@ class BatchLimits:
 
 
 @dataclass
-class _PendingSession:
-    """A session being gathered from the body, before it is stored."""
+class PendingSession:
+    """A session being gathered from the body, before it is stored (the OTLP receiver gathers its
+    sessions as these too, so both store them through :func:`pending_store`)."""
 
     imported: SessionImport
     items: list[EventRecord | RequestRecord] = field(default_factory=list)
@@ -151,7 +152,7 @@ def api_ingest(
     # the same order and cannot deadlock; a wait nobody ordered is retried as a whole batch (or step).
     pending = sorted(read.sessions, key=lambda s: s.imported.external_id)
     if on_step is None:
-        summary = retrying(lambda: _store(pending, source))
+        summary = retrying(lambda: pending_store(pending, source))
     else:
         summary = _store_in_steps(pending, source, on_step)
     return ApiIngestResult(
@@ -163,8 +164,12 @@ def api_ingest(
     )
 
 
-def _store(pending: list[_PendingSession], source: Source) -> IngestSummary:
-    """Write the sessions in one transaction, each in its own savepoint; a retry starts afresh."""
+def pending_store(pending: list[PendingSession], source: Source) -> IngestSummary:
+    """Write the sessions in one transaction, each in its own savepoint; a retry starts afresh.
+
+    Sessions are written in the order given: callers sort them by id, so two batches that share
+    sessions lock them in the same order.
+    """
     summary = IngestSummary()
     blocks = BlockStore()
     # One commit for the whole batch: each session is still its own savepoint, so a bad one is
@@ -177,11 +182,11 @@ def _store(pending: list[_PendingSession], source: Source) -> IngestSummary:
     return summary
 
 
-def _store_in_steps(pending: list[_PendingSession], source: Source, on_step: StepCallback) -> IngestSummary:
+def _store_in_steps(pending: list[PendingSession], source: Source, on_step: StepCallback) -> IngestSummary:
     total = IngestSummary()
     for start in range(0, len(pending), STEP_SESSIONS):
         step = pending[start : start + STEP_SESSIONS]
-        _add_summary(total, retrying(partial(_store, step, source)))
+        _add_summary(total, retrying(partial(pending_store, step, source)))
         on_step(start + len(step), len(pending))
     return total
 
@@ -201,16 +206,16 @@ def _add_summary(total: IngestSummary, step: IngestSummary) -> None:
 
 @dataclass
 class _ReadBody:
-    sessions: list[_PendingSession]
+    sessions: list[PendingSession]
     errors: list[LineError]
     notices: list[LineNotice]
 
 
 def _read_body(body: IO[bytes], path: str, limits: BatchLimits) -> _ReadBody:
-    sessions: dict[str, _PendingSession] = {}
+    sessions: dict[str, PendingSession] = {}
     errors: list[LineError] = []
     notices: list[LineNotice] = []
-    current: _PendingSession | None = None
+    current: PendingSession | None = None
     objects = 0
     records = 0
     first_problem = ""
@@ -272,12 +277,12 @@ def _check_limits(sessions: int, records: int, number: int, limits: BatchLimits)
 
 
 def _start_session(
-    sessions: dict[str, _PendingSession],
+    sessions: dict[str, PendingSession],
     value: dict[str, Any],
     number: int,
     path: str,
     errors: list[LineError],
-) -> _PendingSession | None:
+) -> PendingSession | None:
     try:
         header = parse_header(value, BODY, number)
     except FormatError as error:
@@ -285,7 +290,7 @@ def _start_session(
         return None
     pending = sessions.get(header.id)
     if pending is None:
-        pending = sessions[header.id] = _PendingSession(
+        pending = sessions[header.id] = PendingSession(
             SessionImport(external_id=header.id, format=DSH_FORMAT, path=path, items=iter(()))
         )
     if not pending.has_header:
@@ -301,7 +306,7 @@ def _start_session(
     return pending
 
 
-def _add_events(pending: _PendingSession, value: dict[str, Any], number: int, errors: list[LineError]) -> int:
+def _add_events(pending: PendingSession, value: dict[str, Any], number: int, errors: list[LineError]) -> int:
     """Decode one event line into ``pending``; return how many events it held."""
     try:
         events = decode_record(value, number)
@@ -322,8 +327,8 @@ def _add_events(pending: _PendingSession, value: dict[str, Any], number: int, er
 
 
 def _add_request(
-    sessions: dict[str, _PendingSession],
-    current: _PendingSession | None,
+    sessions: dict[str, PendingSession],
+    current: PendingSession | None,
     value: dict[str, Any],
     number: int,
     path: str,
@@ -357,7 +362,7 @@ def _add_request(
     pending = sessions.get(session_id)
     if pending is None:
         capture = ANTHROPIC_FORMAT if exchange.api == "messages" else OPENAI_FORMAT
-        pending = sessions[session_id] = _PendingSession(
+        pending = sessions[session_id] = PendingSession(
             SessionImport(external_id=session_id, format=capture, path=path, items=iter(()))
         )
     imported = pending.imported

@@ -345,6 +345,7 @@ def _session_fields(imported: SessionImport) -> dict[str, object]:
         "parent_external_id": (imported.parent_external_id or "")[:200],
         "lineage": imported.lineage,
         "source_path": imported.path[-1000:],
+        "labels": dict(imported.labels),
     }
 
 
