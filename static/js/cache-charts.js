@@ -3,20 +3,20 @@
 (function () {
   "use strict";
 
+  function openClickedRequest(element) {
+    element.on("plotly_click", function (event) {
+      var point = event.points && event.points[0];
+      var url = point && point.customdata;
+      if (typeof url === "string" && url.charAt(0) === "/") { window.location.assign(url); }
+    });
+  }
+
   function draw(root) {
-    if (typeof Plotly === "undefined") { return; }
+    if (typeof Plotly === "undefined" || !window.CachescopeCharts) { return; }
     root.querySelectorAll("[data-cache-chart]").forEach(function (element) {
-      if (element.dataset.drawn === "yes") { return; }
       var source = document.getElementById(element.dataset.cacheChart);
-      if (!source) { return; }
-      var figure = JSON.parse(source.textContent);
-      Plotly.newPlot(element, figure.data, figure.layout, { displaylogo: false, responsive: true });
-      element.dataset.drawn = "yes";
-      element.on("plotly_click", function (event) {
-        var point = event.points && event.points[0];
-        var url = point && point.customdata;
-        if (typeof url === "string" && url.charAt(0) === "/") { window.location.assign(url); }
-      });
+      if (!source || element.dataset.drawn) { return; }
+      window.CachescopeCharts.draw(element, JSON.parse(source.textContent), openClickedRequest);
     });
   }
 

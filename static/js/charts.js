@@ -4,14 +4,11 @@
   "use strict";
 
   function draw(root) {
-    if (typeof Plotly === "undefined") { return; }
+    if (typeof Plotly === "undefined" || !window.CachescopeCharts) { return; }
     root.querySelectorAll("[data-chart]").forEach(function (element) {
-      if (element.dataset.drawn === "yes") { return; }
       var source = document.getElementById(element.dataset.chart);
-      if (!source) { return; }
-      var figure = JSON.parse(source.textContent);
-      Plotly.newPlot(element, figure.data, figure.layout, { displaylogo: false, responsive: true });
-      element.dataset.drawn = "yes";
+      if (!source || element.dataset.drawn) { return; }
+      window.CachescopeCharts.draw(element, JSON.parse(source.textContent));
     });
   }
 

@@ -1,0 +1,81 @@
+// What every chart shares: plotly's options, colours read from the page's CSS variables (so a chart
+// follows the light or dark theme the system asks for), and drawing a chart only once it nears the
+// screen. charts.js and cache-charts.js call CachescopeCharts.draw for each chart element.
+(function () {
+  "use strict";
+
+  // No toolbar: plotly's modebar floats over the chart's title and legend. Dragging still zooms and
+  // a double click resets.
+  var CONFIG = { displaylogo: false, displayModeBar: false, responsive: true };
+  var dark = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+  function cssVar(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  }
+
+  // Only the keys plotly would otherwise draw in its light defaults; a figure's own colours for its
+  // traces stay as dashboard/charts.py chose them.
+  function themed(layout) {
+    var ink = cssVar("--ink"), muted = cssVar("--muted"), line = cssVar("--line"), card = cssVar("--card");
+    var out = Object.assign({}, layout, {
+      paper_bgcolor: "rgba(0,0,0,0)",
+      plot_bgcolor: "rgba(0,0,0,0)",
+      font: Object.assign({}, layout.font, { color: ink }),
+      hoverlabel: Object.assign({ bgcolor: card, bordercolor: line, font: { color: ink } }, layout.hoverlabel),
+    });
+    Object.keys(layout).forEach(function (key) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        out[key] = Object.assign({ gridcolor: line, zerolinecolor: line, linecolor: muted }, layout[key]);
+      }
+    });
+    if (layout.annotations) {
+      out.annotations = layout.annotations.map(function (note) {
+        return note.bgcolor ? Object.assign({}, note, { bgcolor: card }) : note;
+      });
+    }
+    if (layout.updatemenus) {
+      out.updatemenus = layout.updatemenus.map(function (menu) {
+        return Object.assign({ bgcolor: card, activecolor: cssVar("--badge"), bordercolor: line, font: { color: ink } }, menu);
+      });
+    }
+    return out;
+  }
+
+  var pending = [];
+  var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (!entry.isIntersecting) { return; }
+      observer.unobserve(entry.target);
+      var index = pending.findIndex(function (item) { return item.element === entry.target; });
+      if (index >= 0) { pending.splice(index, 1)[0].plot(); }
+    });
+  }, { rootMargin: "600px 0px" }) : null;
+
+  // Draws the figure into element now if it is on or near the screen, otherwise when it comes near;
+  // then() runs after it is drawn (for click handlers).
+  function draw(element, figure, then) {
+    if (element.dataset.drawn) { return; }
+    element.dataset.drawn = "pending";
+    var plot = function () {
+      Plotly.newPlot(element, figure.data, themed(figure.layout || {}), CONFIG).then(function () {
+        element.dataset.drawn = "yes";
+        element.cachescopeLayout = figure.layout || {};
+        if (then) { then(element); }
+      });
+    };
+    if (!observer) { plot(); return; }
+    pending.push({ element: element, plot: plot });
+    observer.observe(element);
+  }
+
+  // A change of the system's theme recolours the charts already drawn.
+  if (dark && dark.addEventListener) {
+    dark.addEventListener("change", function () {
+      document.querySelectorAll(".js-plotly-plot").forEach(function (element) {
+        if (element.cachescopeLayout) { Plotly.relayout(element, themed(element.cachescopeLayout)); }
+      });
+    });
+  }
+
+  window.CachescopeCharts = { config: CONFIG, themed: themed, draw: draw };
+}());
