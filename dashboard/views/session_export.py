@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +12,7 @@ from django.views.decorators.http import require_GET
 from dashboard.listing import SessionFilters
 from dashboard.models import Session
 from dashboard.services.costs import sessions_cost_map
+from dashboard.views.export_streams import csv_lines, json_array
 
 EXPORT_COLUMNS = (
     "session_id",
@@ -76,42 +75,11 @@ def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
         }
 
 
-class _Echo:
-    """A file-like object whose write returns the line, for csv.writer inside a generator."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def _csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    writer = csv.writer(_Echo())
-    yield writer.writerow(EXPORT_COLUMNS)
+def _models_joined(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Rows with their model list as one cell, as a CSV holds it."""
     for row in rows:
         row["models"] = " ".join(row["models"])
-        yield writer.writerow([csv_safe(row[column]) for column in EXPORT_COLUMNS])
-
-
-FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
-"""What a spreadsheet reads as the start of a formula, with the full-width forms (U+FF1D, U+FF0B,
-U+FF0D, U+FF20) that some of them fold into the ASCII ones."""
-
-
-def csv_safe(value: Any) -> Any:
-    """``value`` with a leading apostrophe when a spreadsheet could run it as a formula.
-
-    A title from a log must not run when the export is opened. Leading whitespace of any kind (space,
-    tab, CR, LF, a full-width space) is defused too: spreadsheets skip it before looking for ``=``.
-    """
-    if isinstance(value, str) and value and (value[0] in FORMULA_STARTS or value[0].isspace()):
-        return "'" + value
-    return value
-
-
-def _json(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    yield "["
-    for index, row in enumerate(rows):
-        yield ("," if index else "") + "\n" + json.dumps(row, ensure_ascii=False)
-    yield "\n]\n"
+        yield row
 
 
 @require_GET
@@ -124,9 +92,10 @@ def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHt
         return HttpResponseBadRequest(message, content_type="text/plain")
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     if fmt == "csv":
-        response = StreamingHttpResponse(_csv(export_rows(filters)), content_type="text/csv; charset=utf-8")
+        lines = csv_lines(EXPORT_COLUMNS, _models_joined(export_rows(filters)))
+        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     elif fmt == "json":
-        response = StreamingHttpResponse(_json(export_rows(filters)), content_type="application/json")
+        response = StreamingHttpResponse(json_array(export_rows(filters)), content_type="application/json")
     else:
         raise Http404(f"no export format {fmt!r}")
     response["Content-Disposition"] = f'attachment; filename="cachescope-sessions-{stamp}.{fmt}"'

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from dashboard.models import Session, Source, Warning
 from dashboard.services.ingest import ingest_paths
-from dashboard.views.session_export import csv_safe
+from dashboard.views.export_streams import csv_safe
 from tests.dashboard.logs import write_dsh_log
 
 pytestmark = pytest.mark.django_db
