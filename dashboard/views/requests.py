@@ -1,46 +1,70 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.db.models import F, QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.models import Block, Request
-from dashboard.models.requests import CHAIN_MAX_LENGTH
-from dashboard.query_params import report_ignored, text_param
+from dashboard.models import Block, Request, Source
+from dashboard.request_listing import CAUSES, LABELS, RequestFilters
+from dashboard.services.costs import usd
 from dashboard.views.analysis import request_analysis_context
 from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
+from dashboard.views.sessions import known_models
+from projections.cache.verdict import label_meaning
 
 REQUESTS_PER_PAGE = 100
+LISTED_REQUEST_FIELDS_SKIPPED = ("params", "units", "markers", "render_warnings", "usage_raw")
+"""What the list never shows and is the bulk of a row: a body's units and markers."""
+
+
+def listed_requests() -> QuerySet[Request]:
+    """Every request with what a list row shows of it: its session and source, and the stored
+    analysis's columns (``None`` while the request is not analysed)."""
+    return (
+        Request.objects.select_related("session", "session__source")
+        .defer(*LISTED_REQUEST_FIELDS_SKIPPED)
+        .annotate(
+            analysis_id=F("analysis__id"),
+            miss_label=F("analysis__label"),
+            miss_cause=F("analysis__cause"),
+            predicted_read=F("analysis__predicted_read"),
+            predicted_write=F("analysis__predicted_write"),
+            wasted_tokens=F("analysis__wasted_tokens"),
+            cost=F("analysis__cost"),
+        )
+    )
+
+
+def requests_page(params: QueryDict) -> dict[str, Any]:
+    """The filtered, sorted page of requests the list shows, with the filters echoed back."""
+    filters = RequestFilters.from_query(params)
+    page = Paginator(filters.ordered(listed_requests()), REQUESTS_PER_PAGE).get_page(params.get("page"))
+    for call in page:
+        call.cost_display = usd(call.cost)
+        call.label_meaning = label_meaning(call.miss_label)
+    return {
+        "page": page,
+        "filters": filters,
+        "sort": filters.sort,
+        "sources": Source.objects.order_by("name").values_list("name", flat=True),
+        "models": known_models(),
+        "client_versions": known_client_versions(),
+        "labels": sorted(LABELS),
+        "causes": sorted(CAUSES),
+    }
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 def request_list(request: HtmxHttpRequest) -> HttpResponse:
-    requests = Request.objects.select_related("session", "session__source").order_by("-started_at", "-id")
-    errors: dict[str, str] = {}
-    model = text_param(request.GET, "model", errors)
-    if model:
-        requests = requests.filter(model=model)
-    client_version = text_param(request.GET, "client_version", errors)
-    if client_version:
-        requests = requests.filter(client_version=client_version)
-    lineage = text_param(request.GET, "lineage", errors, max_length=CHAIN_MAX_LENGTH)
-    if lineage:
-        requests = requests.in_lineage(lineage)
-    report_ignored(request, errors)
-    page = Paginator(requests, REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
     template = "dashboard/request_list.html" + ("#request-table" if request.htmx else "")
-    context = {
-        "page": page,
-        "model": model,
-        "client_version": client_version,
-        "client_versions": known_client_versions(),
-        "lineage": lineage,
-    }
-    return render(request, template, context)
+    return render(request, template, requests_page(request.GET))
 
 
 @require_GET
