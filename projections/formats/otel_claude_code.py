@@ -20,7 +20,9 @@ the resource carries ``service.name`` ``claude-code`` and ``service.version``, t
 
 Where the documentation and this project's issue text differ, the documentation wins: the tool
 result's name is ``tool_name`` (older pages said ``name``), counts may arrive as integers or
-decimal strings, and the event name is in the body as well as in ``event.name``.
+decimal strings, and the event name is in the body as well as in ``event.name``. Exports seen in
+public test fixtures also set the record's own ``eventName`` (OTLP 1.5) or put ``session.id`` on the
+resource; both are read (record attributes win over the resource's).
 
 Events are not stored as a session log: ``event.sequence`` numbers every kind of event (tool
 decisions, responses, ...), so the four kinds read here would leave gaps a fold refuses.
@@ -70,10 +72,11 @@ class _Gathered:
 
 def event_name(item: LogItem) -> str:
     """The event's name without the ``claude_code.`` prefix; ``""`` when it is not a Claude Code event."""
-    name = text(item.attributes, "event.name")
+    name = text(item.attributes, "event.name") or item.event_name
     body = item.body if isinstance(item.body, str) else ""
     if not name and body.startswith(EVENT_PREFIX):
         name = body
+    # Claude Code sends the bare name in event.name; other senders put the prefixed one there.
     return name.removeprefix(EVENT_PREFIX)
 
 

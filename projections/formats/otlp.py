@@ -36,6 +36,9 @@ class LogItem:
     """``timeUnixNano``, else ``observedTimeUnixNano``; ``None`` when neither is set."""
     trace_id: str
     span_id: str
+    event_name: str = ""
+    """The record's own ``eventName`` (OTLP 1.5 and later), which some exporters set instead of
+    the ``event.name`` attribute."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +209,7 @@ def log_records(request: Mapping[str, JSON], errors: list[LineError], path: str)
                     time=time,
                     trace_id=str(record.get("traceId") or ""),
                     span_id=str(record.get("spanId") or ""),
+                    event_name=str(record.get("eventName") or ""),
                 )
 
 

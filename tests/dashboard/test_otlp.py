@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from typing import Any
 
@@ -393,3 +394,18 @@ def test_the_sessions_list_filters_by_a_telemetry_label(viewer_client: Client, s
     assert "fix the bug" not in nobody.content.decode()
     assert "label: " in bad.content.decode()
     assert other.external_id in bad.content.decode()
+
+
+def test_a_chunked_json_body_as_claude_codes_exporter_frames_it_is_read(client: Client, secret: str) -> None:
+    body = json.dumps(logs_json(conversation())).encode()
+    response = client.generic(
+        "POST",
+        "/v1/logs",
+        data=b"",
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}", "Transfer-Encoding": "chunked"},
+        # The test client drops the type of an empty body; the exporter's chunked one has it.
+        **{"wsgi.input": io.BytesIO(body), "CONTENT_TYPE": "application/json"},
+    )
+    assert response.status_code == 200, response.content
+    assert Request.objects.count() == 4

@@ -264,3 +264,28 @@ def test_a_record_with_a_bad_time_is_reported_and_the_others_kept() -> None:
     assert [item.position for item in kept] == [2]
     assert [(e.line, e.field) for e in errors] == [(1, "timeUnixNano")]
     assert record_count(request, "logs") == 2
+
+
+def test_an_event_named_only_by_the_records_own_event_name_is_read() -> None:
+    request = {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": [{"key": "session.id", "value": {"stringValue": "s-9"}}]},
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "timeUnixNano": "1767225600000000000",
+                                "eventName": "claude_code.api_request",
+                                "attributes": [{"key": "input_tokens", "value": {"intValue": "10"}}],
+                            }
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
+    errors: list[LineError] = []
+    sessions = claude_code_sessions(log_records(request, errors, "/v1/logs"), "/v1/logs", errors)
+    assert errors == []
+    assert [(s.imported.external_id, s.records[0].usage.uncached_input) for s in sessions] == [("s-9", 10)]
