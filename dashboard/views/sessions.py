@@ -4,6 +4,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.core.paginator import Paginator
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -65,9 +66,11 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {
         "session": session,
         "children": session.children.select_related("source").order_by("started_at", "id"),
-        "requests": Paginator(session.requests.order_by("ordinal"), REQUESTS_PER_PAGE).get_page(
-            request.GET.get("requests_page")
-        ),
+        "requests": Paginator(
+            # The cause of each request's first change, from its stored analysis (None until analysed).
+            session.requests.annotate(miss_cause=F("analysis__cause")).order_by("ordinal"),
+            REQUESTS_PER_PAGE,
+        ).get_page(request.GET.get("requests_page")),
         "warnings": session.warnings.select_related("request")[:50],
         "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),

@@ -8,6 +8,7 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.models import Request, RequestAnalysis, Session, Source
+from dashboard.services.analysis import session_analyse
 from dashboard.views.requests import REQUESTS_PER_PAGE
+from tests.dashboard.test_analysis import conversation, ingest_captures
 
 pytestmark = pytest.mark.django_db
 
@@ -33,8 +36,7 @@ def fleet(count: int, *, analysed: bool = True) -> list[Request]:
     (ordinal 4 of its session) is not analysed."""
     sources = [Source.objects.get_or_create(name=name)[0] for name in ("farm", "laptop")]
     sessions = [
-        Session.objects.get_or_create(source=sources[n % 2], external_id=f"s{n}", defaults={"format": "dsh"})[0]
-        for n in range(3)
+        Session.objects.create(source=sources[n % 2], external_id=f"s{n}", format="dsh") for n in range(3)
     ]
     calls = []
     for n in range(count):
@@ -95,7 +97,11 @@ def every_key(client: Client, params: dict[str, str]) -> list[str]:
         ({"since": "2026-02-01T05:00"}, lambda c: c.ordinal >= 5),
         ({"until": "2026-02-01T05:00:00+00:00"}, lambda c: c.ordinal < 5),
         ({"since": "2026-02-01T03:00Z", "until": "2026-02-01T06:00Z"}, lambda c: 3 <= c.ordinal < 6),
-        ({"label": "prefix-changed", "source": "farm"}, lambda c: c.ordinal % 5 in (1, 3) and c.ordinal % 3 != 1),
+        # Sessions s0 and s2 are the farm's.
+        (
+            {"label": "prefix-changed", "source": "farm"},
+            lambda c: c.ordinal % 5 in (1, 3) and c.ordinal % 3 != 1,
+        ),
     ],
 )
 def test_each_filter_narrows_the_list(viewer_client: Client, params: dict[str, str], expected: Any) -> None:
@@ -175,7 +181,9 @@ def test_a_bad_filter_value_is_named_on_the_page_and_ignored(
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_an_export_with_a_bad_filter_value_is_refused_with_the_reason(viewer_client: Client, fmt: str) -> None:
+def test_an_export_with_a_bad_filter_value_is_refused_with_the_reason(
+    viewer_client: Client, fmt: str
+) -> None:
     fleet(5)
     response = viewer_client.get(reverse("dashboard:requests_export", args=[fmt]), {"min_wasted": "abc"})
     assert response.status_code == 400
@@ -230,8 +238,9 @@ def test_an_export_row_carries_the_label_cause_figures_and_cost(viewer_client: C
     assert len(rows) == 1
     row = {key: str(value) for key, value in rows[0].items()}
     assert row["label"] == "prefix-changed@messages:4"
-    assert (row["cause"], row["session_id"], row["source"], row["model"]) == ("edited", "s1", "laptop", "opus")
-    assert (row["cache_read_tokens"], row["predicted_read_tokens"], row["wasted_tokens"]) == ("1053", "1007", "131")
+    assert (row["cause"], row["session_id"], row["source"]) == ("edited", "s1", "laptop")
+    assert (row["model"], row["cache_read_tokens"], row["predicted_read_tokens"]) == ("opus", "1053", "1007")
+    assert row["wasted_tokens"] == "131"
     assert row["cost_usd"] == "0.01700000"
 
 
@@ -278,3 +287,16 @@ def test_a_page_of_a_hundred_requests_takes_as_many_queries_as_one_of_five(
     Request.objects.all().delete()
     fleet(2 * REQUESTS_PER_PAGE)
     assert queries_of(viewer_client, params) == few
+
+
+def test_the_session_request_table_shows_each_request_s_cause(viewer_client: Client, tmp_path: Path) -> None:
+    session = ingest_captures(tmp_path, conversation())
+    session_analyse(session_id=session.pk)
+
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    table = page[page.index('<section class="card" id="requests">') :]
+    assert "<th>Cause</th>" in table
+    link = f'href="{URL}?session={session.pk}&amp;cause=edited"'
+    assert table.count(link) == 1  # only the third request changed its prompt
+    listed = viewer_client.get(URL, {"session": str(session.pk), "cause": "edited"})
+    assert keys(listed) == ["msg_3"]
