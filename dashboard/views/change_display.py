@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from dashboard.models import Block, Request
-from projections.cache.causes import smallest_span
+from projections.cache.spans import smallest_span
 from projections.normalized import JSON
 
 CONTEXT_CHARS = 300

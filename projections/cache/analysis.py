@@ -16,6 +16,7 @@ from projections.cache.causes import Cause, classify_change
 from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
 from projections.cache.cross_session import PrefixIndex, WriterRef
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
+from projections.cache.figures import Figures
 from projections.cache.lineage import assign_lineages
 from projections.cache.prediction import CachePredictor
 from projections.cache.providers import (
@@ -60,18 +61,6 @@ class FirstChange:
     identity: str
     byte_offset: int | None
     cause: Cause
-
-
-@dataclass(frozen=True, slots=True)
-class Figures:
-    """The figures side by side; ``None`` where a figure is unknown."""
-
-    credited: int | None
-    wire_allows: int | None
-    reported_read: int | None
-    reported_write: int | None
-    predicted_read: int | None
-    predicted_write: int | None
 
 
 @dataclass(frozen=True, slots=True)

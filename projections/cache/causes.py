@@ -14,6 +14,7 @@ from typing import Literal
 
 from projections.cache.diff import ChangedUnit
 from projections.cache.rendered_request import RenderedRequest
+from projections.cache.spans import Span, smallest_span
 from projections.normalized import JSON
 
 CauseLabel = Literal[
@@ -107,15 +108,6 @@ REMEDIES: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
-    """The smallest differing span: ``old[start:old_end]`` became ``new[start:new_end]``."""
-
-    start: int
-    old_end: int
-    new_end: int
-
-
-@dataclass(frozen=True, slots=True)
 class Cause:
     """A classified change with its remedy and, for text edits, the differing span."""
 
@@ -146,19 +138,6 @@ def unit_text(raw: JSON) -> str:
     if isinstance(function, dict):
         return unit_text(function)
     return json.dumps({k: v for k, v in raw.items() if k != "cache_control"}, sort_keys=True)
-
-
-def smallest_span(old: str, new: str) -> Span:
-    """Common prefix and common suffix stripped: what is left is the edit."""
-    n = min(len(old), len(new))
-    start = 0
-    while start < n and old[start] == new[start]:
-        start += 1
-    old_end, new_end = len(old), len(new)
-    while old_end > start and new_end > start and old[old_end - 1] == new[new_end - 1]:
-        old_end -= 1
-        new_end -= 1
-    return Span(start, old_end, new_end)
 
 
 def classify_change(prev: RenderedRequest, cur: RenderedRequest, change: ChangedUnit) -> Cause:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from projections.cache.analysis import Figures
+from projections.cache.figures import Figures
 from projections.cache.miss_candidates import SETTLE_WITH
 from projections.normalized import JSON
 from projections.provider_diagnosis import ProviderDiagnosis, diagnosis_from_json
