@@ -17,13 +17,13 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.models import ApiToken, IngestJob
-from dashboard.services.api_batches import api_batch_create, api_batch_for_source, api_batch_status
 from dashboard.services.api_body import BodyRejected, Readable, body_read
-from dashboard.services.api_ingest import BatchLimits, api_ingest
 from dashboard.services.followups import broker_reachable, followups_resend
 from dashboard.services.tokens import token_authenticate
 from dashboard.services.uploads import upload_remove_files
-from dashboard.tasks import ingest_job_enqueue
+
+# The ingest services (with the engine's readers) and the task layer (with Celery) are imported inside
+# the views that use them: every command that starts Django imports the URLs, and so this module.
 
 REALM = 'Bearer realm="cachescope"'
 BROKER_RETRY_AFTER_SECONDS = 30
@@ -113,6 +113,8 @@ def _post_admitted(request: HttpRequest, *, nothing_kept: str) -> ApiToken | Jso
 @login_not_required
 def ingest(request: HttpRequest) -> JsonResponse:
     """Store the NDJSON sessions of the body for the token's source; answer counts and per-line errors."""
+    from dashboard.services.api_ingest import BatchLimits, api_ingest
+
     token = _post_admitted(request, nothing_kept="nothing was stored")
     if isinstance(token, JsonResponse):
         return token
@@ -144,6 +146,9 @@ def ingest(request: HttpRequest) -> JsonResponse:
 @login_not_required
 def batches(request: HttpRequest) -> JsonResponse:
     """Save an NDJSON body as a background batch of the token's source; answer 202 and where to poll."""
+    from dashboard.services.api_batches import api_batch_create, api_batch_status
+    from dashboard.tasks import ingest_job_enqueue
+
     token = _post_admitted(request, nothing_kept="nothing was saved")
     if isinstance(token, JsonResponse):
         return token
@@ -178,6 +183,8 @@ def batches(request: HttpRequest) -> JsonResponse:
 @login_not_required
 def batch(request: HttpRequest, job_id: int) -> JsonResponse:
     """A batch's status, progress, counts and per-line errors; only its own source's token sees it."""
+    from dashboard.services.api_batches import api_batch_for_source, api_batch_status
+
     token = _token(request)
     if isinstance(token, JsonResponse):
         return token

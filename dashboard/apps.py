@@ -8,9 +8,11 @@ class DashboardConfig(AppConfig):
     verbose_name = "Cachescope"
 
     def ready(self) -> None:
-        # The task modules register the work that follows each ingest (folds, analyses); import
-        # them here so every process has them, whichever module it happens to load first.
-        import dashboard.tasks  # noqa: F401
         from dashboard import role_sync
+        from dashboard.services.followups import register_followups_module
 
+        # The task modules register the work that follows each ingest (folds, analyses). They load
+        # Celery and the analysis engine, so they are imported on the first ingest that commits, not
+        # here: commands that never ingest (check, --help, migrate) start without them.
+        register_followups_module("dashboard.tasks")
         role_sync.connect()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from importlib import import_module
 
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -24,12 +25,24 @@ BROKER_ERRORS: tuple[type[BaseException], ...] = (BrokerError, ConnectionError, 
 """What enqueueing raises while the broker cannot be reached."""
 
 _FOLLOWUPS: list[Callable[[int], None]] = []
+_FOLLOWUP_MODULES: list[str] = []
 
 
 def register_followup(enqueue: Callable[[int], None]) -> Callable[[int], None]:
     """Register ``enqueue(session_id)`` to run after each session's ingest commits."""
     _FOLLOWUPS.append(enqueue)
     return enqueue
+
+
+def register_followups_module(name: str) -> None:
+    """Name a module whose import registers follow-ups; it is imported when the first one is due."""
+    _FOLLOWUP_MODULES.append(name)
+
+
+def _followups() -> list[Callable[[int], None]]:
+    while _FOLLOWUP_MODULES:
+        import_module(_FOLLOWUP_MODULES.pop(0))
+    return _FOLLOWUPS
 
 
 RESEND_AFTER = timedelta(minutes=2)
@@ -48,7 +61,7 @@ def enqueue_session_followups(session_id: int) -> bool:
     Once all are enqueued the session's outbox row is deleted; a refused one leaves it for a resend.
     """
     delivered = True
-    for enqueue in _FOLLOWUPS:
+    for enqueue in _followups():
         try:
             enqueue(session_id)
         except BROKER_ERRORS:

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.db import OperationalError
 from django.utils import timezone
 
 from dashboard.models import IngestJob
-from dashboard.services.api_batches import api_batch_store
 from dashboard.services.api_body import BodyRejected
-from dashboard.services.ingest import IngestSummary, ingest_paths, input_size
 from dashboard.services.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.services.uploads import upload_remove_files
+
+if TYPE_CHECKING:
+    from dashboard.services.ingest import IngestSummary
 
 DEFAULT_SOURCE = "uploads"
 """The source of a job that names none (an upload whose form left it empty)."""
@@ -54,6 +56,11 @@ def ingest_job_run(
 
 
 def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | None) -> IngestSummary:
+    # The readers and the writers load here, on the first job, rather than with the ingest page,
+    # the API and the command's --help, which import this module but may never run a job.
+    from dashboard.services.api_batches import api_batch_store
+    from dashboard.services.ingest import IngestSummary, ingest_paths, input_size
+
     job = IngestJob.objects.get(pk=job_id)
 
     def advance(amount: int) -> None:

@@ -4,6 +4,9 @@ Each task has an explicit name, so routing (``CELERY_TASK_ROUTES``) and messages
 survive a module being moved.
 """
 
+# The configured app first, so every ``shared_task`` below binds to it wherever this package is
+# imported from (a worker, a view that enqueues, the ingest follow-ups).
+import dashboard.celery  # noqa: F401
 from dashboard.tasks.analysis import analyse_session_task
 from dashboard.tasks.folds import fold_session_task, refold_chunk_task, refold_run_task
 from dashboard.tasks.ingest import ingest_job_task

@@ -18,7 +18,6 @@ from django.views.decorators.http import require_POST
 from dashboard.charts import CacheabilityBar, RequestBar, session_cacheability_chart, session_requests_chart
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.roles import OPERATOR, role_required
-from dashboard.services.analysis import analysis_request
 from dashboard.views.change_display import change_sides
 from projections.cache.verdict import verdict
 from projections.normalized import JSON
@@ -134,6 +133,8 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
 @role_required(OPERATOR)
 def session_analyse(request: HttpRequest, session_id: int) -> HttpResponse:
     """Queue the session's analysis again and return to its page."""
+    from dashboard.services.analysis import analysis_request  # the analysis engine loads on first use
+
     session = get_object_or_404(Session, pk=session_id)
     if analysis_request(session_id=session.pk):
         from dashboard.tasks import analyse_session_task

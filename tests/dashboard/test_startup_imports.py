@@ -1,0 +1,85 @@
+"""What starting Django loads: the command line stays fast because Celery, the analysis engine,
+the recorder's HTTP stack and plotly load only where used, while workers still find every task and
+each ingest still runs its follow-ups."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from celery.app.utils import find_app
+
+from dashboard.services import followups
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Runs in a fresh interpreter: the test process has imported most of the project already.
+_LOADED_AFTER_START = """
+import json, sys
+import django
+django.setup()
+from django.core.management import load_command_class
+from django.urls import get_resolver
+
+load_command_class("dashboard", "ingest")
+get_resolver().url_patterns  # what `manage.py check` imports
+print(json.dumps(sorted(sys.modules)))
+"""
+
+LOADED_ON_FIRST_USE = (
+    "plotly",
+    "aiohttp",
+    "celery",
+    "celery.worker",
+    "kombu.transport",
+    "dashboard.tasks",
+    "dashboard.celery",
+    "projections.cache.analysis",
+    "projections.cache.session_analysis",
+    "dashboard.services.analysis",
+    "dashboard.services.ingest",
+)
+
+
+def _modules_after_start(tmp_path: Path) -> set[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "CACHESCOPE_DATA_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER_START],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_starting_django_with_the_urls_and_the_ingest_command_leaves_heavy_modules_unloaded(
+    tmp_path: Path,
+) -> None:
+    loaded = _modules_after_start(tmp_path)
+    assert "dashboard.urls" in loaded
+    assert "dashboard.management.commands.ingest" in loaded
+    assert sorted(loaded.intersection(LOADED_ON_FIRST_USE)) == []
+
+
+def test_a_worker_started_on_the_package_finds_every_task() -> None:
+    # `celery -A dashboard worker` resolves the app this way, then imports the task modules.
+    app = find_app("dashboard")
+    app.loader.import_default_modules()
+    assert {
+        "dashboard.tasks.analyse_session",
+        "dashboard.tasks.fold_session",
+        "dashboard.tasks.ingest_job",
+        "dashboard.tasks.refold_chunk",
+        "dashboard.tasks.refold_run",
+    } <= set(app.tasks)
+
+
+def test_the_follow_ups_are_registered_when_the_first_is_due() -> None:
+    names = {enqueue.__name__ for enqueue in followups._followups()}
+    assert {"enqueue_session_fold", "enqueue_session_analysis"} <= names
