@@ -1,6 +1,7 @@
-"""The fleet the sessions-list benchmark (``benchmarks/listing.py``) measures, in a scratch database.
+"""The fleet the page benchmark (``benchmarks/listing.py``) measures, in a scratch database.
 
-The scratch PostgreSQL database is created and dropped here. A long dsh log goes through the real
+The scratch PostgreSQL database is created here, labelled with the figures it was built to once it
+is loaded (so a later run reuses it), and dropped on request. A long dsh log goes through the real
 ingest, so one session page has 2,000 analysed requests; the rest of the fleet is loaded with COPY:
 sessions over several sources, models and hit rates, some with warnings, their requests and their
 events, a few sessions with 2,000 requests.
@@ -42,6 +43,7 @@ ANTHROPIC_MODELS = (
     ("claude-haiku-4-5-20251001", 0.10),
 )
 OPENAI_MODELS = (("gpt-4.1", 0.6), ("gpt-4.1-mini", 0.4))
+CLIENT_RELEASES = ("1.0.88", "1.0.102", "2.0.5", "2.0.14", "2.0.31")
 WARNING_KINDS = ("unexplained-miss", "over-credit", "render-mismatch", "marker-limit", "host-log")
 TASKS = (
     "Fix the flaky socket test",
@@ -90,13 +92,35 @@ def _server_url(url: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(path="/postgres")), name
 
 
-def recreate_database(url: str) -> None:
+def fleet_mark(args: argparse.Namespace) -> str:
+    """What a built fleet is labelled with (the database's comment): a kept database is reused only
+    when it was built to the same figures and finished loading."""
+    figures = f"{args.sessions} sessions, {args.events} events, {args.heavy} heavy, seed {args.seed}"
+    return f"cachescope fleet: {figures}"
+
+
+def database_ready(url: str, args: argparse.Namespace, *, rebuild: bool) -> bool:
+    """Whether the scratch database already holds this fleet; if not (or ``rebuild``), create it empty."""
     import psycopg
 
     server, name = _server_url(url)
     with psycopg.connect(server, autocommit=True, connect_timeout=5) as conn:
+        found = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", (name,)
+        ).fetchone()
+        if found is not None and found[0] == fleet_mark(args) and not rebuild:
+            return True
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
+    return False
+
+
+def mark_built(url: str, args: argparse.Namespace) -> None:
+    import psycopg
+
+    server, name = _server_url(url)
+    with psycopg.connect(server, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f"COMMENT ON DATABASE {name} IS '{fleet_mark(args)}'")
 
 
 def drop_database(url: str) -> None:
@@ -111,16 +135,15 @@ def drop_database(url: str) -> None:
 # --- loading -----------------------------------------------------------------------------------------
 
 
-def prepare(args: argparse.Namespace) -> Fleet:
+def prepare(args: argparse.Namespace, *, built: bool) -> Fleet:
+    """Migrate, and load the fleet unless the database ``built`` holds it already."""
     from django.core.management import call_command
-
-    from dashboard.models import Session
 
     fleet = Fleet()
     started = time.perf_counter()
     call_command("migrate", verbosity=0)
     fleet.timings["migrate"] = time.perf_counter() - started
-    if args.reuse and Session.objects.exists():
+    if built:
         return _describe(fleet)
     rng = random.Random(args.seed)
     started = time.perf_counter()
@@ -245,6 +268,9 @@ def _load_bulk(rng: random.Random, args: argparse.Namespace) -> int:
     _copy(raw, "dashboard_warning", WARNING_COLUMNS, (row for rows in warnings_rows for row in rows))
     with _bare_table(raw, "dashboard_event"):
         _copy_lines(raw, "dashboard_event", EVENT_COLUMNS, _event_lines(plans))
+    from benchmarks.fleet_extras import load_extras
+
+    load_extras(raw, rng, [plan.id for plan in plans], sorted(source_ids.values()))
     return sum(plan.events for plan in plans)
 
 
@@ -280,13 +306,13 @@ SESSION_COLUMNS = (
     "format_version", "source_path", "started_at", "ended_at", "unfoldable", "crash_tail",
     "event_count", "request_count", "uncached_input_tokens", "cache_read_tokens", "cache_write_tokens",
     "cache_write_1h_tokens", "output_tokens", "hit_rate", "warning_count", "models_used",
-    "last_activity", "created_at",
+    "last_activity", "created_at", "client_version",
 )  # fmt: skip
 REQUEST_COLUMNS = (
     "session_id", "ordinal", "key", "lineage", "provider", "platform", "api", "model", "started_at",
     "first_token_at", "status", "params", "units", "markers", "has_body", "render_warnings",
     "uncached_input_tokens", "cache_read_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens",
-    "output_tokens", "usage_convention", "usage_raw",
+    "output_tokens", "usage_convention", "usage_raw", "client_version", "chain", "provider_miss_reason",
 )  # fmt: skip
 WARNING_COLUMNS = ("session_id", "kind", "place", "message", "count", "first_seen", "last_seen")
 EVENT_COLUMNS = ("session_id", "seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
@@ -305,6 +331,9 @@ def _session_rows(
     step_s = rng.uniform(4, 40)
     system = rng.randint(3_000, 20_000)
     growth = rng.randint(300, 3_000)
+    # Claude Code and dsh logs name the client release; the captures do not.
+    client = f"{plan.fmt} {rng.choice(CLIENT_RELEASES)}" if plan.fmt in ("claude-code", "dsh") else ""
+    miss_reason = "" if openai else rng.choice(("", "", "tools_changed", "system_changed", "ttl_expired"))
     totals = [0, 0, 0, 0, 0]  # uncached, read, write 5m, write 1h, output
     rows = []
     for ordinal in range(plan.requests):
@@ -326,6 +355,7 @@ def _session_rows(
                 plan.id, ordinal, f"req_{plan.id:x}_{ordinal}", "main", "openai" if openai else "anthropic",
                 "", "responses" if openai else "messages", model, at, at + timedelta(seconds=1.5), 200,
                 "{}", "[]", "[]", False, "[]", *usage, "openai" if openai else "anthropic", "{}",
+                client, "", miss_reason if ordinal and ordinal % 97 == 0 else "",
             )
         )  # fmt: skip
     # The session's hit rate by the rule every page uses; a session that reported nothing has none.
@@ -346,7 +376,7 @@ def _session_rows(
         f"{rng.choice(TASKS)} #{plan.id}", f"/srv/agents/{plan.id % 300}", plan.fmt,
         "4" if plan.fmt == "dsh" else "", f"{plan.fmt}/{plan.id}.jsonl", started, ended, "", "",
         plan.events, plan.requests, totals[0], totals[1], totals[2] + totals[3], totals[3], totals[4],
-        rate, warning_count, models_used, ended, ended,
+        rate, warning_count, models_used, ended, ended, client,
     )  # fmt: skip
     return session, rows, warnings
 

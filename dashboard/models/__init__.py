@@ -3,6 +3,7 @@
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.blocks import Block
 from dashboard.models.followups import PendingFollowup
+from dashboard.models.host_notes import HostNote
 from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
 from dashboard.models.prices import ModelPrice
 from dashboard.models.projections import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow
@@ -18,6 +19,7 @@ __all__ = [
     "Event",
     "FoldRun",
     "FoldRunResult",
+    "HostNote",
     "IngestError",
     "IngestJob",
     "IngestNotice",

@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from dashboard.models.sources import Source
 
-EVENTS_PER_PAGE = 100
-"""Events a page of the session's timeline shows."""
+EVENTS_PER_PAGE = 200
+"""Events a page of the session's timeline reads at most; ``?page=N`` starts at seq (N - 1) times this."""
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
@@ -95,8 +95,13 @@ class Session(models.Model):
         return reverse("dashboard:session", args=[self.pk])
 
     def event_url(self, seq: int) -> str:
-        """The timeline page that shows event ``seq``, scrolled to it (seqs run from 0)."""
-        return f"{self.get_absolute_url()}?page={seq // EVENTS_PER_PAGE + 1}#seq-{seq}"
+        """The timeline from event ``seq`` on, scrolled to it."""
+        return self.event_url_of(self.pk, seq)
+
+    @staticmethod
+    def event_url_of(session_id: int, seq: int) -> str:
+        """:meth:`event_url` without loading the session."""
+        return f"{reverse('dashboard:session', args=[session_id])}?from={seq}#seq-{seq}"
 
     @property
     def prompt_tokens(self) -> int:

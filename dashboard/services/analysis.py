@@ -16,13 +16,14 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis, Warning
+from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.models.requests import CHAIN_MAX_LENGTH
 from dashboard.services.costs import prices_load
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures
 from dashboard.services.stored_requests import block_raws, stored_record_usage_only, stored_rendering
+from dashboard.services.warnings import host_notes_store, warnings_store
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
 from projections.cache.rebuild import StoredRequestError
 from projections.cache.rendered_request import RenderedRequest
@@ -31,15 +32,6 @@ from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_reco
 from projections.cache.transcript_analysis import is_boundary
 from projections.normalized import EventRecord, RequestRecord
 
-ANALYSIS_KINDS = (
-    Warning.Kind.RENDER_MISMATCH,
-    Warning.Kind.OVER_CREDIT,
-    Warning.Kind.UNEXPLAINED_MISS,
-    Warning.Kind.MODEL_ERROR,
-    Warning.Kind.MARKER_LIMIT,
-    Warning.Kind.PROVIDER_DISAGREES,
-    Warning.Kind.HOST_LOG,
-)
 WRITE_BATCH = 500
 
 
@@ -283,7 +275,8 @@ def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, g
                 )
             )
         RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
-        warnings_store(session=session, findings=result.findings, requests=by_key)
+        warnings_store(session=session, result=result, requests=by_key)
+        host_notes_store(session=session, notes=result.host_notes, requests=by_key)
         session.warning_count = session.warnings.count()
         Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)
     return True
@@ -310,41 +303,3 @@ def _store_chains(rows: Mapping[str, Request], result: RecordsAnalysis) -> None:
             row.chain = chain
             changed.append(row)
     Request.objects.bulk_update(changed, ["chain"], batch_size=WRITE_BATCH)
-
-
-def warnings_store(
-    *, session: Session, findings: Sequence[Finding], requests: Mapping[str, Request]
-) -> list[Warning]:
-    """Keep one Warning row per (kind, place) with the number of requests that showed it.
-
-    Rows the analysis wrote before and no longer finds are removed; a row found again keeps its
-    first-seen time. The row links the first request that showed it.
-    """
-    grouped: dict[tuple[str, str], tuple[Finding, int]] = {}
-    for finding in findings:
-        key = (finding.kind, finding.place[:300])
-        seen = grouped.get(key)
-        grouped[key] = (finding, 1) if seen is None else (seen[0], seen[1] + 1)
-    owned = Warning.objects.filter(session=session).filter(kind__in=ANALYSIS_KINDS) | Warning.objects.filter(
-        session=session, kind=Warning.Kind.INGEST_ERROR, place__startswith=CLIENT_RECORD_PLACE
-    )
-    existing = {(w.kind, w.place): w for w in owned}
-    stale = [w.pk for key, w in existing.items() if key not in grouped]
-    Warning.objects.filter(pk__in=stale).delete()
-    kept: list[Warning] = []
-    for (kind, place), (finding, count) in grouped.items():
-        request = requests.get(finding.request_key) if finding.request_key else None
-        row = existing.get((kind, place))
-        if row is None:
-            row = Warning.objects.create(
-                session=session, request=request, kind=kind, place=place, message=finding.message, count=count
-            )
-        elif (row.count, row.message, row.request_id) != (
-            count,
-            finding.message,
-            request.pk if request else None,
-        ):
-            row.count, row.message, row.request = count, finding.message, request
-            row.save(update_fields=["count", "message", "request", "last_seen"])
-        kept.append(row)
-    return kept

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from itertools import tee
 from typing import Any
 
+import orjson
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from dashboard.models import Event, ProjectionRow, Session, Warning
@@ -36,39 +38,59 @@ from projections.normalized import JSON, EventRecord
 EVENT_CHUNK = 2000
 
 
-_RECORD_COLUMNS = ("seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
+_JSON_COLUMNS = ("data", "surface_op", "source_event_seqs")
 
 
 def session_records(*, session_id: int, after_seq: int | None = None) -> Iterator[EventRecord]:
     """The stored log of a session in seq order, streamed; only events after ``after_seq`` when given.
 
-    Rows come as plain tuples: a model instance per event would cost more than folding it.
+    Rows come as plain tuples with their JSON columns as text, decoded here by orjson: a model
+    instance per event, or the JSON field's own per-value decoding, would cost more than folding it.
     """
     events = Event.objects.filter(session_id=session_id).order_by("seq")
     if after_seq is not None:
         events = events.filter(seq__gt=after_seq)
-    for seq, type_, time, data, surface_op, seqs, ignorable in events.values_list(*_RECORD_COLUMNS).iterator(
-        chunk_size=EVENT_CHUNK
-    ):
+    events = events.annotate(**{f"{name}_text": Cast(name, TextField()) for name in _JSON_COLUMNS})
+    rows = events.values_list(
+        "seq", "type", "time", "data_text", "surface_op_text", "source_event_seqs_text", "ignorable"
+    )
+    loads = orjson.loads
+    for seq, type_, time, data, surface_op, seqs, ignorable in rows.iterator(chunk_size=EVENT_CHUNK):
         yield EventRecord(
             seq=seq,
             type=type_,
             time=time,
-            data=data,
-            surface_op=surface_op,
-            source_event_seqs=tuple(seqs) if seqs is not None else None,
+            data=loads(data),
+            surface_op=loads(surface_op) if surface_op is not None else None,
+            source_event_seqs=_seqs(loads(seqs)) if seqs is not None else None,
             ignorable=ignorable,
         )
+
+
+def _seqs(value: Any) -> tuple[int, ...] | None:
+    # A JSON null stored in the column reads as text "null", as a SQL NULL reads as None.
+    return None if value is None else tuple(value)
 
 
 # --- warnings ----------------------------------------------------------------------------------------
 
 
-def session_warn(*, session_id: int, kind: str, place: str, message: str) -> None:
-    """Record a warning once per session, kind and place; a repeat raises its count and refreshes the text."""
+def session_warn(*, session_id: int, kind: str, place: str, message: str, seq: int | None = None) -> None:
+    """Record a warning once per session, kind and place; a repeat raises its count and refreshes the text.
+
+    ``seq``: the event it concerns, whose time dates the warning. Nothing that concerns no request
+    puts any tokens at stake.
+    """
+    happened_at = None
+    if seq is not None:
+        times = Event.objects.filter(session_id=session_id, seq=seq).values_list("time", flat=True)
+        happened_at = times.first()
     with transaction.atomic():
         warning, created = Warning.objects.get_or_create(
-            session_id=session_id, kind=kind, place=place[:300], defaults={"message": message}
+            session_id=session_id,
+            kind=kind,
+            place=place[:300],
+            defaults={"message": message, "seq": seq, "happened_at": happened_at, "cost_at_stake": 0},
         )
         if not created:
             Warning.objects.filter(pk=warning.pk).update(
@@ -257,6 +279,7 @@ def fold_session(*, session_id: int) -> SessionFold:
                     kind=Warning.Kind.FOLD_ERROR,
                     place=fold_error_place(track.key, track.ver, track.error.seq),
                     message=error,
+                    seq=track.error.seq,
                 )
             if track.folded or error:
                 row_write(session_id=session_id, track=track, error=error)

@@ -87,6 +87,7 @@ def projcache_ingest(path: Path, *, source_name: str) -> ProjcacheResult:
                     kind=Warning.Kind.PROJECTION_MISMATCH,
                     place=f"projcache {label}",
                     message=f"{session.external_id}: the host's {label} row {check['detail']}",
+                    seq=row.seq,
                 )
         if result.mismatch:
             session_refresh_warning_count(session_id=session.pk)

@@ -333,6 +333,7 @@ def _warn(run: FoldRun, session_id: int, comparison: _Comparison, errors: list[t
                 f"{comparison.divergent_seq} ({comparison.divergent_type}): "
                 f"v{run.from_version} {comparison.from_view} vs v{run.to_version} {comparison.to_view}"
             ),
+            seq=comparison.divergent_seq,
         )
     for track, message in errors:
         assert track.error is not None
@@ -341,6 +342,7 @@ def _warn(run: FoldRun, session_id: int, comparison: _Comparison, errors: list[t
             kind=Warning.Kind.FOLD_ERROR,
             place=fold_error_place(track.key, track.ver, track.error.seq),
             message=message,
+            seq=track.error.seq,
         )
     if comparison.divergent_seq is not None or errors:
         session_refresh_warning_count(session_id=session_id)

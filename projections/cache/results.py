@@ -7,6 +7,7 @@ keeps and the pages and ``explain`` read) and the figures a database would index
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from projections.cache.warnings import CacheWarning
 from projections.normalized import JSON, Usage
@@ -23,6 +24,19 @@ class Finding:
     kind: str
     place: str
     message: str
+    request_key: str | None
+    seq: int | None = None
+    """The event it concerns, when it concerns one rather than a request."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostNote:
+    """A line the host logged about its own cache (``cache/log``): context, not a finding."""
+
+    seq: int
+    time: datetime | None
+    level: str
+    line: str
     request_key: str | None
 
 
@@ -45,10 +59,12 @@ class RequestResult:
 
 @dataclass(slots=True)
 class RecordsAnalysis:
-    """Every request's result in ordinal order, the findings, and how many client records matched nothing."""
+    """Every request's result in ordinal order, the findings, the host's notes, and how many client
+    records matched nothing."""
 
     results: list[RequestResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    host_notes: list[HostNote] = field(default_factory=list)
     unmatched_records: int = 0
 
 

@@ -29,6 +29,7 @@ from projections.cache.rendered_request import RenderedRequest
 from projections.cache.results import (
     CLIENT_RECORD_PLACE,
     Finding,
+    HostNote,
     RecordsAnalysis,
     RequestResult,
     finding_of,
@@ -79,7 +80,7 @@ def _client_records(
 ) -> tuple[dict[str, CreditRecord], list[tuple[EventRecord, RequestRecord]]]:
     """The client's credits by request key and its render records with their requests.
 
-    Host log lines become findings; records naming no request are counted on ``out``.
+    Host log lines become the host's notes; records naming no request are counted on ``out``.
     """
     by_key = {r.key: r for r in records}
     by_ordinal = {r.ordinal: r for r in records}
@@ -90,11 +91,7 @@ def _client_records(
             continue
         request = _match(event.data.get("requestRef"), by_key, by_ordinal)
         if event.type == "cache/log":
-            line = event.data.get("line")
-            text = line if isinstance(line, str) else json.dumps(event.data, sort_keys=True)
-            out.findings.append(
-                Finding("host-log", f"seq {event.seq}", text, request.key if request else None)
-            )
+            out.host_notes.append(_host_note(event, request))
             continue
         if request is None:
             out.unmatched_records += 1
@@ -122,12 +119,24 @@ def _match(
     return by_ordinal.get(int(found.group(1))) if found else None
 
 
+def _host_note(event: EventRecord, request: RequestRecord | None) -> HostNote:
+    line, level = event.data.get("line"), event.data.get("level")
+    return HostNote(
+        seq=event.seq,
+        time=event.time,
+        level=level if isinstance(level, str) else "",
+        line=line if isinstance(line, str) else json.dumps(event.data, sort_keys=True),
+        request_key=request.key if request else None,
+    )
+
+
 def _unreadable(event: EventRecord, error: Exception, request: RequestRecord | None) -> Finding:
     return Finding(
         "ingest-error",
         f"{CLIENT_RECORD_PLACE} seq {event.seq}",
         f"{event.type} at seq {event.seq} cannot be read: {error}",
         request.key if request else None,
+        seq=event.seq,
     )
 
 

@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis, Source, Warning
+from dashboard.models import (
+    Event,
+    HostNote,
+    Request,
+    RequestAnalysis,
+    Session,
+    SessionAnalysis,
+    Source,
+    Warning,
+)
 from dashboard.services import analysis as analysis_service
 from dashboard.services.analysis import analysis_claim, analysis_request, session_analyse
 from dashboard.services.ingest import ingest_paths
@@ -192,20 +201,26 @@ def test_repeated_findings_are_one_warning_per_kind_and_place_with_a_count(tmp_p
 
 
 @pytest.mark.django_db
-def test_host_log_lines_are_kept_verbatim_and_removed_warnings_go_away(tmp_path: Path) -> None:
+def test_host_log_lines_are_kept_verbatim_as_host_notes_not_warnings(tmp_path: Path) -> None:
     session = ingest_captures(tmp_path, conversation())
     line = "[kv-unified] msg_2: reused 1700 tokens, 2 markers kept"
+    at = START + timedelta(minutes=3)
     event = Event.objects.create(
-        session=session, seq=3, type="cache/log", data={"level": "info", "line": line, "requestRef": "msg_2"}
+        session=session,
+        seq=3,
+        type="cache/log",
+        time=at,
+        data={"level": "info", "line": line, "requestRef": "msg_2"},
     )
     session_analyse(session_id=session.pk)
-    warning = Warning.objects.get(session=session, kind="host-log")
-    assert warning.request is not None
-    assert (warning.place, warning.message, warning.request.key) == ("seq 3", line, "msg_2")
+    note = HostNote.objects.get(session=session)
+    assert note.request is not None
+    assert (note.seq, note.line, note.level, note.time, note.request.key) == (3, line, "info", at, "msg_2")
+    assert not Warning.objects.filter(session=session, message=line).exists()
 
     event.delete()
     session_analyse(session_id=session.pk)
-    assert not Warning.objects.filter(session=session, kind="host-log").exists()
+    assert not HostNote.objects.filter(session=session).exists()
 
 
 @pytest.mark.django_db
