@@ -1,47 +1,128 @@
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from functools import reduce
+from operator import or_
+from typing import Any
+
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.db.models import F, Q
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Session, Source, Warning
+from dashboard.models.warnings import Severity, WarningQuerySet, severity_of
 from dashboard.query_params import choice_param, id_param, report_ignored, text_param
+from dashboard.services.costs import usd
 from dashboard.views.htmx import HtmxHttpRequest
+
+GROUPS_PER_PAGE = 50
+PLACES_SHOWN = 5
+"""Places listed under a group; the rest are one click away (the inbox filtered to that group)."""
+
+
+@dataclass
+class WarningGroup:
+    """The warnings of one kind in one session: the inbox's row."""
+
+    kind: str
+    session: Session
+    places: int
+    occurrences: int
+    tokens: int
+    cost: Decimal | None
+    happened: datetime | None
+    warnings: list[Warning] = field(default_factory=list)
+
+    @property
+    def severity(self) -> str:
+        return severity_of(self.kind)
+
+    @property
+    def cost_display(self) -> str:
+        return usd(self.cost)
+
+    @property
+    def hidden_places(self) -> int:
+        return self.places - len(self.warnings)
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 def warning_list(request: HtmxHttpRequest) -> HttpResponse:
-    warnings = Warning.objects.select_related("session", "session__source", "request")
-    errors: dict[str, str] = {}
-    kind = choice_param(request.GET, "kind", set(Warning.Kind.values), errors)
-    if kind:
-        warnings = warnings.filter(kind=kind)
-    source = text_param(request.GET, "source", errors)
-    if source:
-        warnings = warnings.filter(session__source__name=source)
-    session = _session_filter(id_param(request.GET, "session", errors))
-    if session is not None:
-        warnings = warnings.filter(session=session)
-    report_ignored(request, errors)
-    warnings = warnings.order_by("-last_seen", "-id")
-    page = Paginator(warnings, 100).get_page(request.GET.get("page"))
-    context = {
-        "page": page,
-        "kind": kind,
-        "kinds": Warning.Kind.choices,
-        "source": source,
-        "sources": Source.objects.order_by("name").values_list("name", flat=True),
-        "session_filter": session,
-    }
     template = "dashboard/warning_list.html" + ("#warning-table" if request.htmx else "")
+    errors: dict[str, str] = {}
+    context = inbox_page(request.GET, errors)
+    report_ignored(request, errors)
     return render(request, template, context)
 
 
-def _session_filter(session_id: int | None) -> Session | None:
-    """The session named by the ``session`` parameter (its id); ``None`` when absent or unknown."""
-    if session_id is None:
-        return None
-    return Session.objects.filter(pk=session_id).first()
+def inbox_page(params: QueryDict, errors: dict[str, str]) -> dict[str, Any]:
+    """The filtered inbox: a page of groups (kind and session), costliest first, each with its first
+    places. Four queries however many warnings: the groups, their count, their places, the sources."""
+    warnings: WarningQuerySet = Warning.objects.all()
+    kind = choice_param(params, "kind", set(Warning.Kind.values), errors)
+    if kind:
+        warnings = warnings.filter(kind=kind)
+    severity = choice_param(params, "severity", set(Severity.values), errors)
+    if severity:
+        warnings = warnings.of_severity(severity)
+    source = text_param(params, "source", errors)
+    if source:
+        warnings = warnings.filter(session__source__name=source)
+    session_id = id_param(params, "session", errors)
+    if session_id is not None:
+        warnings = warnings.filter(session_id=session_id)
+    page = Paginator(warnings.groups(), GROUPS_PER_PAGE).get_page(params.get("page"))
+    groups = _groups_with_places(warnings, list(page), every_place=bool(kind and session_id is not None))
+    return {
+        "page": page,
+        "groups": groups,
+        "kind": kind,
+        "kinds": Warning.Kind.choices,
+        "severity": severity,
+        "severities": Severity.choices,
+        "source": source,
+        "sources": Source.objects.order_by("name").values_list("name", flat=True),
+        "session_filter": next((g.session for g in groups if g.session.pk == session_id), None),
+        "session_id": session_id,
+    }
+
+
+def _groups_with_places(
+    warnings: WarningQuerySet, rows: list[dict[str, Any]], *, every_place: bool
+) -> list[WarningGroup]:
+    """The page's groups with their places, costliest first, read in one query."""
+    if not rows:
+        return []
+    members = (
+        warnings.filter(reduce(or_, (Q(kind=row["kind"], session_id=row["session_id"]) for row in rows)))
+        .select_related("session", "session__source", "request")
+        .order_by(F("cost_at_stake").desc(nulls_last=True), F("happened_at").desc(nulls_last=True), "-id")
+    )
+    by_group: dict[tuple[str, int], list[Warning]] = {}
+    for warning in members:
+        warning.cost_display = usd(warning.cost_at_stake)  # type: ignore[attr-defined]
+        by_group.setdefault((warning.kind, warning.session_id), []).append(warning)
+    groups = []
+    for row in rows:
+        places = by_group.get((row["kind"], row["session_id"]), [])
+        if not places:
+            continue  # removed between the two queries
+        groups.append(
+            WarningGroup(
+                kind=row["kind"],
+                session=places[0].session,
+                places=row["places"],
+                occurrences=row["occurrences"] or 0,
+                tokens=row["tokens"] or 0,
+                cost=row["cost"],
+                happened=row["happened"],
+                warnings=places if every_place else places[:PLACES_SHOWN],
+            )
+        )
+    return groups

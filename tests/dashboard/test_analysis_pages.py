@@ -124,22 +124,23 @@ def test_the_overview_shows_the_hit_rate_per_day_and_the_top_re_writers(
 
 
 @pytest.mark.django_db
-def test_warnings_filter_by_kind_source_and_session(viewer_client: Client) -> None:
+def test_warnings_filter_by_kind_severity_source_and_session(viewer_client: Client) -> None:
     laptop, farm = Source.objects.create(name="laptop"), Source.objects.create(name="farm")
     one = Session.objects.create(source=laptop, external_id="one", format="dsh")
     two = Session.objects.create(source=farm, external_id="two", format="dsh")
     Warning.objects.create(session=one, kind="over-credit", place="main", message="credited too much")
-    Warning.objects.create(session=two, kind="host-log", place="seq 4", message="[kv-unified] reused")
+    Warning.objects.create(session=two, kind="fold-error", place="seq 4", message="the fold stopped", seq=4)
     Warning.objects.create(session=two, kind="over-credit", place="main", message="credited twice too much")
 
     def messages(**params: str) -> list[str]:
         response = viewer_client.get(reverse("dashboard:warnings"), params)
-        return [w.message for w in response.context["page"]]
+        return sorted(w.message for group in response.context["groups"] for w in group.warnings)
 
-    assert messages() == ["credited twice too much", "[kv-unified] reused", "credited too much"]
+    assert messages() == ["credited too much", "credited twice too much", "the fold stopped"]
     assert messages(source="laptop") == ["credited too much"]
-    assert messages(session=str(two.pk)) == ["credited twice too much", "[kv-unified] reused"]
-    assert messages(session=str(two.pk), kind="host-log") == ["[kv-unified] reused"]
+    assert messages(session=str(two.pk)) == ["credited twice too much", "the fold stopped"]
+    assert messages(session=str(two.pk), kind="fold-error") == ["the fold stopped"]
+    assert messages(severity="error") == ["the fold stopped"]
     assert messages(session="nonsense") == messages()
 
 
