@@ -17,6 +17,7 @@ from dashboard.views import (
     requests,
     session_export,
     session_live,
+    session_timeline,
     sessions,
     warnings,
 )
@@ -28,7 +29,12 @@ dashboard_patterns = [
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/export.<str:fmt>", session_export.session_export, name="sessions_export"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session"),
-    path("sessions/<int:session_id>/events/", sessions.session_events_hx, name="session_events"),
+    path("sessions/<int:session_id>/events/", session_timeline.session_events_hx, name="session_events"),
+    path(
+        "sessions/<int:session_id>/host-notes/",
+        session_timeline.session_host_notes_hx,
+        name="session_host_notes",
+    ),
     path("sessions/<int:session_id>/live/", session_live.session_live_hx, name="session_live"),
     path("sessions/<int:session_id>/analyse/", analysis_views.session_analyse, name="session_analyse"),
     path("requests/", requests.request_list, name="requests"),

@@ -12,16 +12,16 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.breakdown_chart import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
-from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Request, Session, Source
-from dashboard.models.sessions import EVENTS_PER_PAGE
-from dashboard.query_params import text_param
+from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
 from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
+from dashboard.views.session_timeline import events_page, host_notes_context
 
 REQUESTS_PER_PAGE = 100
+SESSION_WARNINGS_SHOWN = 50
 KNOWN_MODELS_SECONDS = 60
 
 
@@ -71,35 +71,26 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             session.requests.annotate(miss_cause=F("analysis__cause")).order_by("ordinal"),
             REQUESTS_PER_PAGE,
         ).get_page(request.GET.get("requests_page")),
-        "warnings": session.warnings.select_related("request")[:50],
+        "warnings": _session_warnings(session),
         "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),
+        **host_notes_context(session, request.GET),
         **session_analysis_context(session),
         **session_breakdown_context(session),
     }
     return render(request, "dashboard/session_detail.html", context)
 
 
-def events_page(session: Session, params: QueryDict) -> dict[str, Any]:
-    events = Event.objects.filter(session=session).order_by("seq")
-    # An unstorable type is ignored: the select beside the timeline shows "all types" then.
-    event_type = text_param(params, "type", {})
-    if event_type:
-        events = events.filter(type=event_type)
-    types = Event.objects.filter(session=session).order_by("type").values_list("type", flat=True).distinct()
-    return {
-        "events": Paginator(events, EVENTS_PER_PAGE).get_page(params.get("page")),
-        "event_type": event_type,
-        "event_types": list(types),
-    }
-
-
-@require_GET
-@vary_on_headers("HX-Request")
-def session_events_hx(request: HttpRequest, session_id: int) -> HttpResponse:
-    session = get_object_or_404(Session, pk=session_id)
-    context = {"session": session, **events_page(session, request.GET)}
-    return render(request, "dashboard/session_detail.html#event-timeline", context)
+def _session_warnings(session: Session) -> list[Warning]:
+    """The session's warnings as the inbox orders them: the costliest first, then the latest."""
+    warnings = list(
+        session.warnings.select_related("request").order_by(
+            F("cost_at_stake").desc(nulls_last=True), F("happened_at").desc(nulls_last=True), "-id"
+        )[:SESSION_WARNINGS_SHOWN]
+    )
+    for warning in warnings:
+        warning.cost_display = usd(warning.cost_at_stake)  # type: ignore[attr-defined]
+    return warnings
 
 
 def session_breakdown_context(session: Session) -> dict[str, Any]:

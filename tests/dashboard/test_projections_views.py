@@ -113,7 +113,7 @@ def test_the_run_page_reports_divergences_with_links_to_the_event(viewer_client:
     text = response.content.decode()
     assert response.status_code == 200
     session = Session.objects.get(external_id="rewritten")
-    assert f"{session.get_absolute_url()}?page=1#seq-4" in text
+    assert f"{session.get_absolute_url()}?from=4#seq-4" in text
     # Both views, escaped; PostgreSQL orders their keys its own way.
     assert "&#x27;systemTokens&#x27;: " in text
     assert "claim-range-mismatch" in text

@@ -82,7 +82,7 @@ def test_session_page_shows_figures_and_pages_the_timeline(viewer_client: Client
     session = Session.objects.get(external_id="alpha-run")
     page = viewer_client.get(session.get_absolute_url())
     assert page.status_code == 200
-    assert b"Event timeline" in page.content
+    assert b"Conversation" in page.content
     assert b"question 2" in page.content
     timeline = viewer_client.get(
         reverse("dashboard:session_events", args=[session.pk]),

@@ -1,0 +1,138 @@
+"""The session page's timeline reads as the conversation: chunk runs fold into their message, bookkeeping
+into one line, raw JSON one click away and escaped, long sessions paged with "more"."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.models import Event, Session, Source
+from dashboard.views.session_timeline import ITEMS_PER_PAGE
+from dashboard.views.timeline import timeline_items
+from tests.dashboard.test_analysis import START
+
+pytestmark = pytest.mark.django_db
+
+
+def chunk(text: str) -> dict[str, Any]:
+    return {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}
+
+
+def conversation_events(session: Session) -> list[Event]:
+    rows = [
+        ("turn/start", {"turn": 1}),
+        ("step/start", {"turn": 1, "step": 1}),
+        ("user/message", {"role": "user", "content": "Why is the build slow?"}),
+        *[("assistant/chunk", chunk(word)) for word in ("The ", "cache ", "was ", "cold.")],
+        (
+            "assistant/message",
+            {"message": {"role": "assistant", "content": [{"type": "text", "text": "The cache was cold."}]}},
+        ),
+        ("tool/call", {"callId": "c1", "name": "bash", "arguments": '{"command": "make"}'}),
+        (
+            "tool/result",
+            {
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool-result", "content": [{"type": "text", "text": "done"}]}],
+                }
+            },
+        ),
+        ("compaction/summary", {"summary": "Earlier turns, condensed."}),
+    ]
+    return Event.objects.bulk_create(
+        Event(session=session, seq=seq, type=kind, time=START + timedelta(seconds=seq), data=data)
+        for seq, (kind, data) in enumerate(rows)
+    )
+
+
+@pytest.fixture
+def session() -> Session:
+    source = Source.objects.create(name="laptop")
+    return Session.objects.create(source=source, external_id="slow-build", format="dsh")
+
+
+def test_a_chunk_run_folds_into_the_message_it_built(session: Session) -> None:
+    items = timeline_items(conversation_events(session))
+    assert [(item.kind, item.label) for item in items] == [
+        ("meta", "Bookkeeping"),
+        ("user", "User"),
+        ("assistant", "Assistant"),
+        ("tool-call", "Tool call · bash"),
+        ("tool-result", "Tool result"),
+        ("compaction", "Compaction summary"),
+    ]
+    reply = items[2]
+    assert [event.seq for event in reply.chunks] == [3, 4, 5, 6]
+    assert (reply.main.seq, reply.text) == (7, "The cache was cold.")
+    assert items[3].text == '{"command": "make"}'
+    assert items[4].text == "done"
+
+
+def test_a_chunk_run_no_message_follows_is_one_streamed_item_with_its_failure() -> None:
+    class Row:
+        def __init__(self, seq: int, type_: str, data: dict[str, Any]) -> None:
+            self.seq, self.type, self.time, self.data = seq, type_, None, data
+
+    failure = {"kind": "error", "failure": {"message": "context window exceeded"}}
+    items = timeline_items(
+        [
+            Row(0, "assistant/chunk", chunk("Half")),
+            Row(1, "assistant/chunk", {"chunk": {"type": "finish", "reason": failure}}),
+            Row(2, "compaction/start", {}),
+        ]
+    )
+    assert [item.kind for item in items] == ["assistant", "compaction"]
+    assert items[0].error
+    assert len(items[0].chunks) == 2
+    assert "Half" in items[0].text
+    assert "context window exceeded" in items[0].text
+
+
+def test_the_session_page_shows_the_conversation_with_every_event_anchored(
+    viewer_client: Client, session: Session
+) -> None:
+    conversation_events(session)
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "Why is the build slow?" in page
+    assert "4 chunks" in page
+    assert page.count('class="tl tl-') == 6  # ten events, six lines
+    for seq in range(10):
+        assert f'id="seq-{seq}"' in page
+
+
+def test_raw_json_is_one_click_away_and_escaped(viewer_client: Client, session: Session) -> None:
+    Event.objects.create(
+        session=session, seq=0, type="user/message", data={"content": '<script>alert("x")</script>'}
+    )
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page  # in the line and its JSON
+    assert '<details class="tl-raw">' in page
+
+
+def test_a_long_session_is_paged_and_more_appends_the_next_items(
+    viewer_client: Client, session: Session
+) -> None:
+    Event.objects.bulk_create(
+        Event(session=session, seq=seq, type="user/message", data={"content": f"question {seq}"})
+        for seq in range(ITEMS_PER_PAGE + 5)
+    )
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert f"question {ITEMS_PER_PAGE - 1}<" in page
+    assert f"question {ITEMS_PER_PAGE}<" not in page
+    assert f"?from={ITEMS_PER_PAGE}#seq-{ITEMS_PER_PAGE}" in page  # works without JavaScript
+
+    more = viewer_client.get(
+        reverse("dashboard:session_events", args=[session.pk]),
+        {"more": "1", "from": str(ITEMS_PER_PAGE)},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert more.lstrip().startswith('<li id="seq-')
+    assert f"question {ITEMS_PER_PAGE}<" in more
+    assert "question 0<" not in more
+    assert "<section" not in more
