@@ -10,6 +10,7 @@ from dashboard import api
 from dashboard.views import (
     admin_pages,
     favicon,
+    glossary,
     ingest,
     overview,
     projections,
@@ -41,6 +42,7 @@ dashboard_patterns = [
     path("requests/export.<str:fmt>", request_export.request_export, name="requests_export"),
     path("requests/<int:request_id>/", requests.request_detail, name="request"),
     path("warnings/", warnings.warning_list, name="warnings"),
+    path("glossary/", glossary.glossary, name="glossary"),
     path("projections/", projections.projection_list, name="projections"),
     path("projections/runs/<int:run_id>/", projections.fold_run, name="fold_run"),
     path(

@@ -7,8 +7,13 @@ from typing import Any
 
 from django import template
 from django.http import QueryDict
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from dashboard.glossary import term_named
 from dashboard.roles import has_role
+from dashboard.services.costs import usd as usd_text
 
 register = template.Library()
 
@@ -23,6 +28,20 @@ def tokens(value: int | None) -> str:
         if abs(n) >= limit:
             return f"{n / limit:.3g}{suffix}"
     return str(n)
+
+
+@register.filter
+def usd(value: Any) -> str:
+    """A cost: whole cents from a dollar up, three significant figures below, 0 as $0, none as —."""
+    return usd_text(value)
+
+
+@register.simple_tag
+def term(name: str, shown: str = "") -> SafeString:
+    """``name`` linked to its glossary entry with its sense as the tooltip; ``shown`` replaces the words."""
+    entry = term_named(name)
+    url = reverse("dashboard:glossary") + "#" + entry.slug
+    return format_html('<a class="term" href="{}" title="{}">{}</a>', url, entry.short, shown or name)
 
 
 @register.filter

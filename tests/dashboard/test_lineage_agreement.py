@@ -141,7 +141,7 @@ def test_the_request_page_and_the_session_table_name_the_analysis_lineage(
 
     for row in requests_of(session):
         page = viewer_client.get(row.get_absolute_url()).content.decode()
-        assert f'<span title="lineage">{EXPECTED[row.key]}</span>' in page, row.key
+        assert f'<span class="lineage">{EXPECTED[row.key]}</span>' in page, row.key
     assert "<td>side-2</td>" in table
     assert "<td>subagent</td>" in table
 
