@@ -8,6 +8,7 @@ from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
 from dashboard.models.prices import ModelPrice
 from dashboard.models.projections import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow
 from dashboard.models.requests import Request
+from dashboard.models.rollups import UsageRollup
 from dashboard.models.sessions import Event, Session
 from dashboard.models.sources import Source
 from dashboard.models.tokens import ApiToken
@@ -32,5 +33,6 @@ __all__ = [
     "Session",
     "SessionAnalysis",
     "Source",
+    "UsageRollup",
     "Warning",
 ]

@@ -24,6 +24,7 @@ from dashboard.services.followups import enqueue_session_followups, followups_re
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.projcache import projcache_ingest
 from dashboard.services.request_rows import request_row
+from dashboard.services.rollups import rollups_refresh_sessions
 from dashboard.services.summaries import session_refresh_summary
 from projections.context_series import answering_seq
 from projections.formats import read_sessions
@@ -180,7 +181,11 @@ def ingest_session(
     errors_before, notices_before = len(summary.errors), len(summary.notices)
     try:
         with gc_paused(), transaction.atomic():
+            requests_before = summary.requests_added
             session = _write_session(imported, source, summary, blocks)
+            if summary.requests_added > requests_before:
+                # In the session's transaction, so the overview's sums commit with the requests.
+                rollups_refresh_sessions(session_ids=[session.pk])
             # The outbox row commits with the rows, so follow-ups cut off after the commit are resent.
             followups_record(session.pk)
     except FormatError as error:
