@@ -2,14 +2,14 @@
 
 Figures are built as plain JSON-ready dicts, passed to the page with ``json_script`` and drawn by a
 small script in ``static/js/``. The session's context breakdown chart, the largest, has its own
-module, ``dashboard.breakdown_chart``, built on this one's layout.
+module, ``dashboard.breakdown_chart``, and so do the overview's charts over time,
+``dashboard.fleet_charts``; both build on this one's layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 Figure = dict[str, Any]
@@ -46,15 +46,6 @@ class CacheabilityBar:
     rest: int
 
 
-DAY_AXIS: dict[str, Any] = {
-    "title": {"text": "day"},
-    "type": "date",
-    "tickformat": "%Y-%m-%d",
-    "dtick": 86_400_000,
-}
-"""Whole days on the axis: with one day of data plotly would otherwise label it in milliseconds."""
-
-
 def base_layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
     """The layout every chart starts from: its title, stacked bars, axis titles and legend."""
     return {
@@ -66,7 +57,7 @@ def base_layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
         "xaxis": {"title": {"text": x}},
         "yaxis": {"title": {"text": y}},
         "height": 360,
-    } | ({"xaxis": DAY_AXIS} if x == "day" else {})
+    }
 
 
 def session_requests_chart(bars: Sequence[RequestBar]) -> Figure:
@@ -156,72 +147,6 @@ def session_cacheability_chart(bars: Sequence[CacheabilityBar]) -> Figure:
         }
     )
     return {"data": traces, "layout": base_layout("Cacheable prefix per request", y="tokens")}
-
-
-def fleet_hit_rate_chart(days: Sequence[tuple[date, float | None, int]]) -> Figure:
-    """Fleet cache hit rate per day (``(day, hit rate, prompt tokens)``), as a line over the days."""
-    layout = base_layout("Cache hit rate per day", y="hit rate", x="day")
-    layout["yaxis"] = {"title": {"text": "hit rate"}, "tickformat": ".0%", "range": [0, 1]}
-    layout["hovermode"] = "closest"
-    return {
-        "data": [
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": "hit rate",
-                "x": [day.isoformat() for day, _, _ in days],
-                "y": [rate for _, rate, _ in days],
-                "text": [f"{tokens:,} prompt tokens" for _, _, tokens in days],
-                "line": {"color": READ_COLOUR},
-                "hovertemplate": "%{y:.1%} · %{text}<extra></extra>",
-            }
-        ],
-        "layout": layout,
-    }
-
-
-# --- fleet by source -------------------------------------------------------------------------------------
-
-SOURCE_COLOURS = ("#2456a6", "#2f8f5b", "#d08a1e", "#c2413b", "#6b4fa0", "#3a8fa8", "#8a6d3b", "#5f6b7a")
-
-
-def fleet_sources_chart(days: Sequence[tuple[date, str, int, float | None]]) -> Figure:
-    """Uncached input per day as bars stacked by source, and each source's hit rate as a line.
-
-    ``days`` holds ``(day, source, uncached tokens, hit rate)`` rows.
-    """
-    sources = sorted({source for _, source, _, _ in days})
-    data: list[dict[str, Any]] = []
-    for index, source in enumerate(sources):
-        rows = [row for row in days if row[1] == source]
-        colour = SOURCE_COLOURS[index % len(SOURCE_COLOURS)]
-        x = [day.isoformat() for day, _, _, _ in rows]
-        data.append(
-            {
-                "type": "bar",
-                "name": f"{source} uncached",
-                "x": x,
-                "y": [uncached for _, _, uncached, _ in rows],
-                "marker": {"color": colour},
-                "hovertemplate": f"{source}: %{{y:,}} uncached tokens<extra></extra>",
-            }
-        )
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": f"{source} hit rate",
-                "x": x,
-                "y": [rate for _, _, _, rate in rows],
-                "yaxis": "y2",
-                "line": {"color": colour, "dash": "dot"},
-                "hovertemplate": f"{source}: %{{y:.1%}} hit rate<extra></extra>",
-            }
-        )
-    layout = base_layout("Uncached input and hit rate per day, by source", y="uncached tokens", x="day")
-    layout["hovermode"] = "closest"
-    layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"}
-    return {"data": data, "layout": layout}
 
 
 def warnings_by_kind_chart(kinds: Sequence[tuple[str, int]]) -> Figure:

@@ -66,6 +66,9 @@ class SessionFilters:
     """``key=value`` (``user.email=ana@example.com``) or a bare ``key``: sessions with that label."""
     started_from: date | None = None
     started_to: date | None = None
+    since: datetime | None = None
+    """With ``until``: the sessions active in ``[since, until)`` (a chart's bucket on the overview)."""
+    until: datetime | None = None
     warnings: bool = False
     hit_min: float | None = None
     hit_max: float | None = None
@@ -88,6 +91,8 @@ class SessionFilters:
             label=_label(text_param(params, "label", errors), errors),
             started_from=_parse(params, "from", _day, errors, _DAY_EXPECTED),
             started_to=_parse(params, "to", _day, errors, _DAY_EXPECTED),
+            since=_parse(params, "since", _moment, errors, _MOMENT_EXPECTED),
+            until=_parse(params, "until", _moment, errors, _MOMENT_EXPECTED),
             warnings=params.get("warnings", "") in {"1", "on", "true"},
             hit_min=_parse(params, "hit_min", _percent, errors, "a percentage from 0 to 100"),
             hit_max=_parse(params, "hit_max", _percent, errors, "a percentage from 0 to 100"),
@@ -111,6 +116,10 @@ class SessionFilters:
             sessions = sessions.filter(started_at__gte=_start_of(self.started_from))
         if self.started_to:
             sessions = sessions.filter(started_at__lt=_start_of(self.started_to, days=1))
+        if self.since:
+            sessions = sessions.filter(last_activity__gte=self.since)
+        if self.until:
+            sessions = sessions.filter(Q(started_at__lt=self.until) | Q(started_at__isnull=True))
         if self.warnings:
             sessions = sessions.filter(warning_count__gt=0)
         if self.hit_min is not None:
@@ -280,6 +289,22 @@ def _day(raw: str) -> date:
     if not EARLIEST_TIME.date() <= day <= LATEST_TIME.date():
         raise ValueError(raw)
     return day
+
+
+_MOMENT_EXPECTED = f"a time like 2026-01-31T09:00:00Z, from {EARLIEST_TIME.date()} to {LATEST_TIME.date()}"
+
+
+def _moment(raw: str) -> datetime:
+    # A time without a zone is UTC, as the overview's links write it.
+    moment = datetime.fromisoformat(raw)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    try:
+        within = EARLIEST_TIME <= moment <= LATEST_TIME
+    except OverflowError:  # a time at the calendar's edge, moved out of it by its zone
+        within = False
+    if not within:
+        raise ValueError(raw)
+    return moment
 
 
 def _start_of(day: date, *, days: int = 0) -> datetime:

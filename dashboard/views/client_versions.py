@@ -9,6 +9,7 @@ from django.core.cache import cache
 from django.db.models import Count, Sum
 
 from dashboard.models import Request
+from dashboard.time_range import TimeWindow
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
 
@@ -43,11 +44,14 @@ def known_client_versions() -> list[str]:
     return list(cache.get_or_set("client-versions:known", load, KNOWN_VERSIONS_SECONDS))
 
 
-def hit_rate_by_client_version() -> list[ClientVersionRow]:
-    """Per client release, its token sums and hit rate, from one aggregate query, in release order."""
+def hit_rate_by_client_version(window: TimeWindow | None = None) -> list[ClientVersionRow]:
+    """Per client release, its token sums and hit rate, from one aggregate query, in release order;
+    only the requests that started in ``window`` when one is given."""
+    requests = Request.objects.exclude(client_version="")
+    if window is not None:
+        requests = requests.filter(started_at__gte=window.start, started_at__lt=window.end)
     sums = (
-        Request.objects.exclude(client_version="")
-        .values("client_version")
+        requests.values("client_version")
         .annotate(
             sessions=Count("session", distinct=True),
             requests=Count("id"),

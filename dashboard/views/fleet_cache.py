@@ -1,57 +1,53 @@
-"""The overview's fleet panels: hit rate per day and per source, the warnings by kind, recent
-material misses, the sessions that re-wrote or wasted the most cache, the misses by the provider's
-own stated reason and the hit rate by client release."""
+"""The overview's fleet panels over its time range: hit rate per bucket and per source, the warnings
+by kind, recent material misses, the sessions that re-wrote or wasted the most cache, the misses by
+the provider's own stated reason and the hit rate by client release."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
-from django.db.models import Count, Sum
-from django.db.models.functions import TruncDay
+from django.db.models import Count, Q, QuerySet, Sum
 
-from dashboard.charts import fleet_hit_rate_chart, fleet_sources_chart, warnings_by_kind_chart
+from dashboard.charts import warnings_by_kind_chart
+from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
 from dashboard.models import Request, RequestAnalysis, Session, Warning
 from dashboard.services.costs import sessions_cost_compute
+from dashboard.time_range import DEFAULT_RANGE, TimeWindow
 from dashboard.views.client_versions import hit_rate_by_client_version
-from projections.hit_rate import hit_rate
+from dashboard.views.fleet_usage import FleetUsage, Usage, fleet_usage, fleet_window
 from projections.provider_diagnosis import PROVIDER_HIT
 
-FLEET_DAYS = 90
 TOP_REWRITERS = 10
 RECENT_MISSES = 10
 WASTE_CANDIDATES = 50
 
 
-def fleet_days_by_source() -> list[tuple[date, str, int, float | None]]:
-    """Per day and source: uncached input tokens and hit rate, aggregated in SQL."""
-    rows = (
-        Request.objects.filter(started_at__isnull=False)
-        .annotate(day=TruncDay("started_at"))
-        .values("day", "session__source__name")
-        .annotate(
-            read=Sum("cache_read_tokens"),
-            uncached=Sum("uncached_input_tokens"),
-            write_5m=Sum("cache_write_5m_tokens"),
-            write_1h=Sum("cache_write_1h_tokens"),
+def bucket_points(usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = "") -> list[BucketPoint]:
+    """One point per bucket of the window, empty buckets included, each with its requests' URL."""
+    points = []
+    for start in usage.window.buckets:
+        figures = by_bucket.get(start, Usage())
+        points.append(
+            BucketPoint(
+                start=start,
+                requests=figures.requests,
+                hit_rate=figures.hit_rate,
+                prompt=figures.prompt,
+                uncached=figures.uncached,
+                url=usage.requests_url(start, source),
+            )
         )
-        .order_by("day", "session__source__name")
-    )
-    out = [
-        (row["day"].date(), row["session__source__name"], row["uncached"] or 0, _rate(row)) for row in rows
-    ]
-    cutoff = sorted({day for day, _, _, _ in out})[-FLEET_DAYS:]
-    return [row for row in out if row[0] in set(cutoff)]
+    return points
 
 
-def _rate(sums: dict[str, Any]) -> float | None:
-    """The hit rate of one row of token sums (``None`` sums: no request reported that figure)."""
-    write_5m, write_1h = sums["write_5m"], sums["write_1h"]
-    writes = None if write_5m is None and write_1h is None else (write_5m or 0) + (write_1h or 0)
-    return hit_rate(read=sums["read"], uncached=sums["uncached"], writes=writes)
+def in_window(requests: QuerySet[Any], window: TimeWindow | None, field: str = "started_at") -> QuerySet[Any]:
+    """``requests`` whose start falls in the window (all of them without a window)."""
+    if window is None:
+        return requests
+    return requests.filter(**{f"{field}__gte": window.start, f"{field}__lt": window.end})
 
 
-def misses_by_provider_reason() -> list[dict[str, Any]]:
+def misses_by_provider_reason(window: TimeWindow | None = None) -> list[dict[str, Any]]:
     """Requests whose response stated a cache-miss reason, counted by provider and reason with the
     tokens the provider says missed, most frequent first (one aggregate query).
 
@@ -59,22 +55,35 @@ def misses_by_provider_reason() -> list[dict[str, Any]]:
     one that could not compare (``previous_message_not_found``, ``unavailable``) is counted under
     that word, so a fleet that asks for diagnostics in vain shows it.
     """
+    stated = Request.objects.exclude(provider_miss_reason="").exclude(provider_miss_reason=PROVIDER_HIT)
     return list(
-        Request.objects.exclude(provider_miss_reason__in=("", PROVIDER_HIT))
+        in_window(stated, window)
         .values("provider", "provider_miss_reason")
         .annotate(requests=Count("id"), missed=Sum("provider_missed_tokens"))
         .order_by("-requests", "provider", "provider_miss_reason")
     )
 
 
-def top_wasted_writes() -> list[dict[str, Any]]:
+def active_sessions(window: TimeWindow | None) -> QuerySet[Session]:
+    """The sessions with activity in the window: started before its end, last active after its start."""
+    sessions = Session.objects.all()
+    if window is None:
+        return sessions
+    return sessions.filter(last_activity__gte=window.start).filter(
+        Q(started_at__lt=window.end) | Q(started_at__isnull=True)
+    )
+
+
+def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
     """The sessions whose cache writes were most often never read back, by wasted write cost.
 
     The waste of a session needs its requests in order, so it is computed for the sessions that
     wrote the most (the only ones that can waste much) and ranked among those.
     """
     candidates = list(
-        Session.objects.select_related("source").order_by("-cache_write_tokens", "id")[:WASTE_CANDIDATES]
+        active_sessions(window)
+        .select_related("source")
+        .order_by("-cache_write_tokens", "id")[:WASTE_CANDIDATES]
     )
     costs = sessions_cost_compute(session_ids=[session.pk for session in candidates])
     ranked = []
@@ -88,50 +97,50 @@ def top_wasted_writes() -> list[dict[str, Any]]:
     return ranked[:TOP_REWRITERS]
 
 
-def fleet_cache_context() -> dict[str, Any]:
-    """Fleet hit rate per day (aggregated in SQL) and the sessions that re-wrote the most tokens."""
-    days = (
-        Request.objects.filter(started_at__isnull=False)
-        .annotate(day=TruncDay("started_at"))
-        .values("day")
-        .annotate(
-            read=Sum("cache_read_tokens"),
-            uncached=Sum("uncached_input_tokens"),
-            write_5m=Sum("cache_write_5m_tokens"),
-            write_1h=Sum("cache_write_1h_tokens"),
-        )
-        .order_by("-day")[:FLEET_DAYS]
-    )
-    points = []
-    for day in reversed(list(days)):
-        prompt = sum(day[k] or 0 for k in ("read", "uncached", "write_5m", "write_1h"))
-        points.append((day["day"].date(), _rate(day), prompt))
+def top_rewriters(window: TimeWindow | None) -> list[dict[str, Any]]:
+    """The sessions whose requests in the window re-wrote the most tokens an earlier request had cached."""
     rewriters = list(
-        RequestAnalysis.objects.values("session")
+        in_window(RequestAnalysis.objects.all(), window, "request__started_at")
+        .values("session")
         .annotate(rewritten=Sum("rewritten_tokens"))
         .filter(rewritten__gt=0)
         .order_by("-rewritten", "session")[:TOP_REWRITERS]
     )
     sessions = Session.objects.select_related("source").in_bulk([r["session"] for r in rewriters])
-    by_source = fleet_days_by_source()
+    return [
+        {"session": sessions[r["session"]], "rewritten": r["rewritten"]}
+        for r in rewriters
+        if r["session"] in sessions
+    ]
+
+
+def fleet_cache_context(usage: FleetUsage | None = None) -> dict[str, Any]:
+    """Every fleet panel over ``usage``'s window (the default range's when not given)."""
+    if usage is None:
+        window = fleet_window(DEFAULT_RANGE)
+        usage = fleet_usage(window) if window is not None else None
+    window = usage.window if usage is not None else None
+    points = bucket_points(usage, usage.by_bucket) if usage is not None and usage.total.requests else []
+    by_source = (
+        {source: bucket_points(usage, buckets, source) for source, buckets in usage.by_source_bucket.items()}
+        if usage is not None
+        else {}
+    )
+    step = window.step.value if window is not None else ""
     kinds = list(Warning.objects.values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind"))
     misses = (
-        RequestAnalysis.objects.filter(material=True)
+        in_window(RequestAnalysis.objects.filter(material=True), window, "request__started_at")
         .select_related("request", "session", "session__source")
         .order_by("-request__started_at", "-id")[:RECENT_MISSES]
     )
     return {
-        "fleet_hit_rate_chart": fleet_hit_rate_chart(points) if points else None,
-        "fleet_sources_chart": fleet_sources_chart(by_source) if by_source else None,
+        "fleet_hit_rate_chart": fleet_hit_rate_chart(points, step=step) if points else None,
+        "fleet_sources_chart": fleet_sources_chart(by_source, step=step) if by_source else None,
         "warnings_chart": warnings_by_kind_chart(kinds) if kinds else None,
         "recent_misses": list(misses),
-        "wasters": top_wasted_writes(),
-        "provider_reasons": misses_by_provider_reason(),
-        "client_versions": hit_rate_by_client_version(),
-        "fleet_days": points,
-        "rewriters": [
-            {"session": sessions[r["session"]], "rewritten": r["rewritten"]}
-            for r in rewriters
-            if r["session"] in sessions
-        ],
+        "wasters": top_wasted_writes(window),
+        "provider_reasons": misses_by_provider_reason(window),
+        "client_versions": hit_rate_by_client_version(window),
+        "fleet_points": [point for point in points if point.requests],
+        "rewriters": top_rewriters(window),
     }

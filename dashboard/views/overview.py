@@ -1,53 +1,49 @@
 from __future__ import annotations
 
-from django.db.models import Count, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from dashboard.models import IngestJob, Session, Source, Warning
-from dashboard.services.costs import sources_cost_map, usd
+from dashboard.models import IngestJob, Session, Warning
+from dashboard.services.costs import usd
+from dashboard.time_range import RANGE_LABELS, RANGES, range_name
 from dashboard.views.fleet_cache import fleet_cache_context
-from projections.hit_rate import hit_rate
+from dashboard.views.fleet_usage import fleet_usage, fleet_window, source_rows
 
 
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
-    totals = Session.objects.aggregate(
-        sessions=Count("id"),
-        events=Sum("event_count"),
-        requests=Sum("request_count"),
-        uncached=Sum("uncached_input_tokens"),
-        read=Sum("cache_read_tokens"),
-        write=Sum("cache_write_tokens"),
-        output=Sum("output_tokens"),
-        # A session's hit rate is null when it reported no cache figure (or had nothing to divide
-        # by, when its sums are 0 anyway): the fleet reported one if any session has a rate.
-        reporting=Count("hit_rate"),
+    """The fleet over one time range (``?range=24h|7d|30d|90d|all``, 30 days by default), read
+    from the usage rollups; the range ends at the newest request, not at the wall clock."""
+    chosen = range_name(request.GET.get("range"))
+    window = fleet_window(chosen)
+    usage = fleet_usage(window) if window is not None else None
+    totals: dict[str, object] = dict.fromkeys(
+        ("sessions", "events", "requests", "uncached", "read", "write", "output"), 0
     )
-    reported = totals["reporting"] > 0
-    totals["hit_rate"] = hit_rate(
-        read=totals["read"] if reported else None,
-        uncached=totals["uncached"],
-        writes=totals["write"] if reported else None,
-    )
-    sources = Source.objects.annotate(
-        session_total=Count("sessions"),
-        request_total=Sum("sessions__request_count"),
-        read_total=Sum("sessions__cache_read_tokens"),
-        uncached_total=Sum("sessions__uncached_input_tokens"),
-        write_total=Sum("sessions__cache_write_tokens"),
-    ).order_by("name")
-    costs = sources_cost_map()
-    totals["cost"] = usd(sum(costs.values())) if costs else usd(None)
-    for source in sources:  # fills the queryset's cache, which the page then iterates
-        source.cost_display = usd(costs.get(source.pk))
+    totals.update(hit_rate=None, cost=usd(None))
+    sources = []
+    if usage is not None:
+        sources, cost, counts = source_rows(usage)
+        totals.update(counts)
+        totals.update(
+            requests=usage.total.requests,
+            uncached=usage.total.uncached,
+            read=usage.total.read,
+            write=usage.total.write,
+            output=usage.total.output,
+            hit_rate=usage.total.hit_rate,
+            cost=usd(cost),
+        )
     context = {
+        "range": chosen,
+        "ranges": [(name, RANGE_LABELS[name]) for name in RANGES],
+        "window": window,
         "totals": totals,
-        "sources": sources,
+        "sources": [(row, usd(row.cost)) for row in sources],
         "recent_sessions": Session.objects.select_related("source")[:8],
         "recent_warnings": Warning.objects.select_related("session")[:5],
         "recent_jobs": IngestJob.objects.all()[:5],
-        **fleet_cache_context(),
+        **fleet_cache_context(usage),
     }
     return render(request, "dashboard/overview.html", context)

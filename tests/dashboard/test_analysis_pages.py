@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis, Source, Warning
 from dashboard.services.analysis import session_analyse
+from dashboard.services.rollups import rollups_rebuild
 from tests.dashboard.test_analysis import START, capture, conversation, ingest_captures, usage_row
 
 
@@ -105,13 +106,14 @@ def test_the_overview_shows_the_hit_rate_per_day_and_the_top_re_writers(
     other = Session.objects.create(source=session.source, external_id="later", format="claude-code")
     usage_row(other, 0, START + timedelta(days=1), 0, 10_000, uncached=0)
     usage_row(other, 1, START + timedelta(days=1, minutes=1), 10_000, 0, uncached=0)
+    rollups_rebuild()
 
     response = viewer_client.get(reverse("dashboard:overview"))
-    days = response.context["fleet_days"]
-    assert [str(day) for day, _, _ in days] == ["2026-01-05", "2026-01-06"]
-    assert days[0][1] == pytest.approx(1600 / (1600 + 30 + 3580))
-    assert days[1][1] == pytest.approx(0.5)
-    assert response.context["fleet_hit_rate_chart"]["data"][0]["y"] == [day[1] for day in days]
+    days = response.context["fleet_points"]
+    assert [f"{point.start:%Y-%m-%d}" for point in days] == ["2026-01-05", "2026-01-06"]
+    assert days[0].hit_rate == pytest.approx(1600 / (1600 + 30 + 3580))
+    assert days[1].hit_rate == pytest.approx(0.5)
+    assert response.context["fleet_hit_rate_chart"]["data"][0]["y"][-2:] == [day.hit_rate for day in days]
     rewriters = response.context["rewriters"]
     rewritten = sum(
         RequestAnalysis.objects.filter(session=session).values_list("rewritten_tokens", flat=True)
@@ -168,6 +170,7 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
     usage_row(wasteful, 0, START, 0, 10_000, uncached=0)
     usage_row(wasteful, 1, START + timedelta(minutes=20), 0, 10_000, uncached=0)
     Warning.objects.create(session=wasteful, kind="over-credit", place="main", message="m", count=3)
+    rollups_rebuild()
 
     response = viewer_client.get(reverse("dashboard:overview"))
     chart = response.context["fleet_sources_chart"]

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.models import Request, Session, Source
+from dashboard.services.rollups import rollups_rebuild
 from dashboard.views.client_versions import ClientVersionRow, hit_rate_by_client_version
 from projections.hit_rate import hit_rate
 
@@ -77,6 +78,7 @@ def test_the_hit_rate_of_each_release_sums_its_requests_by_the_one_rule() -> Non
 @pytest.mark.django_db
 def test_the_overview_shows_the_hit_rate_of_each_release(viewer_client: Client) -> None:
     fleet()
+    rollups_rebuild()
 
     response = viewer_client.get(reverse("dashboard:overview"))
 
@@ -121,6 +123,7 @@ def test_the_overview_counts_misses_by_the_provider_s_stated_reason(viewer_clien
     )
     Request.objects.filter(key="old-b-0").update(provider_miss_reason="previous_message_not_found")
     Request.objects.filter(key="old-a-0").update(provider="openai", provider_miss_reason="cache_hit")
+    rollups_rebuild()
 
     reasons = viewer_client.get(reverse("dashboard:overview")).context["provider_reasons"]
 

@@ -21,6 +21,7 @@ from dashboard.services.costs import (
     usage_cost,
     usd,
 )
+from dashboard.services.rollups import rollups_rebuild
 from projections.usage import openai_responses_usage
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -243,6 +244,7 @@ def test_session_pages_and_the_overview_show_costs(viewer_client: Client) -> Non
     _session_with_requests()
     listing = viewer_client.get(reverse("dashboard:sessions"))
     assert b"$0.00846" in listing.content
+    rollups_rebuild()
     overview = viewer_client.get(reverse("dashboard:overview"))
     assert b"$0.00846" in overview.content
 

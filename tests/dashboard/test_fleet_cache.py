@@ -1,4 +1,4 @@
-"""The overview's fleet panels give each day the engine's hit rate, by the same rule as every page.
+"""The overview's fleet panels give each bucket the engine's hit rate, by the same rule as every page.
 
 The case the panels used to get wrong is a day that reported writes but no reads: 0 %, not unknown.
 """
@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import Request, Session, Source
-from dashboard.views.fleet_cache import fleet_days_by_source
+from dashboard.services.rollups import rollups_refresh_sessions
 from tests.dashboard.test_hit_rate_rule import CASES
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -36,6 +36,7 @@ def one_request_fleet(
         cache_write_5m_tokens=write_5m,
         cache_write_1h_tokens=write_1h,
     )
+    rollups_refresh_sessions(session_ids=[session.pk])
 
 
 @pytest.mark.django_db
@@ -44,15 +45,21 @@ def test_the_fleet_hit_rate_per_day_follows_the_rule(case: str, viewer_client: C
     uncached, read, write_5m, write_1h, expected = CASES[case]
     one_request_fleet(uncached, read, write_5m, write_1h)
 
-    days = viewer_client.get(reverse("dashboard:overview")).context["fleet_days"]
+    response = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"})
 
-    assert [(day, rate) for day, rate, _ in days] == [(DAY.date(), expected)]
+    points = response.context["fleet_points"]
+    assert [(point.start.date(), point.hit_rate) for point in points] == [(DAY.date(), expected)]
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("case", CASES)
-def test_the_fleet_hit_rate_per_source_follows_the_rule(case: str) -> None:
+def test_the_fleet_hit_rate_per_source_follows_the_rule(case: str, viewer_client: Client) -> None:
     uncached, read, write_5m, write_1h, expected = CASES[case]
     one_request_fleet(uncached, read, write_5m, write_1h)
 
-    assert fleet_days_by_source() == [(DAY.date(), "farm", uncached or 0, expected)]
+    chart = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"}).context["fleet_sources_chart"]
+
+    bars, line = chart["data"]
+    assert (bars["name"], line["name"]) == ("farm uncached", "farm hit rate")
+    day = bars["x"].index(DAY.replace(hour=0).isoformat())
+    assert (bars["y"][day], line["y"][day]) == (uncached or 0, expected)

@@ -7,6 +7,7 @@ summary, the overview and the engine's usage record must all give the rule's ans
 from __future__ import annotations
 
 import importlib
+from datetime import UTC, datetime
 
 import pytest
 from django.apps import apps as django_apps
@@ -14,6 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import Request, Session, Source
+from dashboard.services.rollups import rollups_rebuild
 from dashboard.services.summaries import session_refresh_summary
 from projections.hit_rate import hit_rate
 from projections.normalized import Usage
@@ -41,6 +43,7 @@ def _session_of(uncached: Bucket, read: Bucket, write_5m: Bucket, write_1h: Buck
         key="r0",
         provider="anthropic",
         model="claude-sonnet-4",
+        started_at=datetime(2026, 1, 5, 9, tzinfo=UTC),
         uncached_input_tokens=uncached,
         cache_read_tokens=read,
         cache_write_5m_tokens=write_5m,
@@ -78,6 +81,7 @@ def test_the_engines_usage_record_agrees_with_the_rule(case: str) -> None:
 def test_the_overview_agrees_with_the_rule(case: str, viewer_client: Client) -> None:
     uncached, read, write_5m, write_1h, expected = CASES[case]
     _session_of(uncached, read, write_5m, write_1h)
+    rollups_rebuild()
     response = viewer_client.get(reverse("dashboard:overview"))
     assert response.context["totals"]["hit_rate"] == expected
 

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from dashboard.models import ModelPrice, Request, Session, Source
 from dashboard.services.costs import session_cost_compute, sessions_cost_compute
+from dashboard.services.rollups import rollups_rebuild
 from dashboard.services.summaries import session_refresh_summary
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -49,6 +50,7 @@ def fleet(sessions: int) -> list[Session]:
             )
         session_refresh_summary(session)
         stored.append(session)
+    rollups_rebuild()
     return stored
 
 

@@ -1,0 +1,112 @@
+"""The overview's charts over time: the fleet's hit rate, and uncached input and hit rate by source.
+
+Every bucket of the window is on the axis, empty ones included, with no value: a line breaks there
+instead of joining two dates across a quiet month, and a bar is simply absent. The date axis picks
+its own ticks (at most a dozen), never one per bucket. Each point and bar carries, as
+``customdata``, the URL of the requests it sums, which ``static/js/cache-charts.js`` opens on click.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from dashboard.charts import READ_COLOUR, Figure, base_layout
+
+MAX_TICKS = 12
+SOURCE_COLOURS = ("#2456a6", "#2f8f5b", "#d08a1e", "#c2413b", "#6b4fa0", "#3a8fa8", "#8a6d3b", "#5f6b7a")
+TICK_FORMATS = {"hour": "%b %d %H:%M", "day": "%b %d", "week": "%b %d"}
+HOVER_FORMATS = {"hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d"}
+
+
+@dataclass(frozen=True, slots=True)
+class BucketPoint:
+    """One bucket of a series: its start, its figures (``None`` or 0 when it holds no request) and
+    the URL of the requests behind it."""
+
+    start: datetime
+    requests: int
+    hit_rate: float | None
+    prompt: int
+    uncached: int
+    url: str
+
+
+def time_axis(step: str) -> dict[str, Any]:
+    """A date axis that chooses its own ticks, at most :data:`MAX_TICKS`, labelled for the step."""
+    return {
+        "title": {"text": step},
+        "type": "date",
+        "nticks": MAX_TICKS,
+        "tickformat": TICK_FORMATS[step],
+        "hoverformat": HOVER_FORMATS[step],
+    }
+
+
+def _x(points: Sequence[BucketPoint]) -> list[str]:
+    return [point.start.isoformat() for point in points]
+
+
+def fleet_hit_rate_chart(points: Sequence[BucketPoint], *, step: str) -> Figure:
+    """The fleet's cache hit rate per bucket, as a line broken wherever a bucket holds no request."""
+    layout = base_layout(f"Cache hit rate per {step}", y="hit rate")
+    layout["xaxis"] = time_axis(step)
+    layout["yaxis"] = {"title": {"text": "hit rate"}, "tickformat": ".0%", "range": [0, 1]}
+    layout["hovermode"] = "closest"
+    return {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "hit rate",
+                "x": _x(points),
+                "y": [point.hit_rate if point.requests else None for point in points],
+                "customdata": [point.url if point.requests else None for point in points],
+                "text": [f"{point.requests:,} requests · {point.prompt:,} prompt tokens" for point in points],
+                "line": {"color": READ_COLOUR},
+                "connectgaps": False,
+                "hovertemplate": "%{x}: %{y:.1%} · %{text}<extra></extra>",
+            }
+        ],
+        "layout": layout,
+    }
+
+
+def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: str) -> Figure:
+    """Uncached input per bucket as bars stacked by source, and each source's hit rate as a line."""
+    data: list[dict[str, Any]] = []
+    for index, (source, points) in enumerate(sorted(series.items())):
+        colour = SOURCE_COLOURS[index % len(SOURCE_COLOURS)]
+        urls = [point.url if point.requests else None for point in points]
+        data.append(
+            {
+                "type": "bar",
+                "name": f"{source} uncached",
+                "x": _x(points),
+                "y": [point.uncached if point.requests else None for point in points],
+                "customdata": urls,
+                "marker": {"color": colour},
+                "hovertemplate": f"{source}: %{{y:,}} uncached tokens<extra>%{{x}}</extra>",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{source} hit rate",
+                "x": _x(points),
+                "y": [point.hit_rate if point.requests else None for point in points],
+                "customdata": urls,
+                "yaxis": "y2",
+                "connectgaps": False,
+                "line": {"color": colour, "dash": "dot"},
+                "hovertemplate": f"{source}: %{{y:.1%}} hit rate<extra>%{{x}}</extra>",
+            }
+        )
+    layout = base_layout(f"Uncached input and hit rate per {step}, by source", y="uncached tokens")
+    layout["xaxis"] = time_axis(step)
+    layout["hovermode"] = "closest"
+    layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"}
+    return {"data": data, "layout": layout}

@@ -1,0 +1,99 @@
+"""The time range a fleet chart covers (``?range=24h|7d|30d|90d|all``) and the buckets it is cut into.
+
+A range ends at the newest data, not at the wall clock, so a fleet whose logs stopped a week ago
+still opens on its last 30 days. Buckets are hours up to two days, days up to 90 days and weeks
+(starting Monday, UTC) beyond, so a chart holds at most about a hundred bars or points whatever
+the range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+RANGES: dict[str, timedelta | None] = {
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
+    "30d": timedelta(days=30),
+    "90d": timedelta(days=90),
+    "all": None,
+}
+DEFAULT_RANGE = "30d"
+RANGE_LABELS = {"24h": "24 hours", "7d": "7 days", "30d": "30 days", "90d": "90 days", "all": "all"}
+
+HOURLY_UP_TO = timedelta(days=2)
+DAILY_UP_TO = timedelta(days=90)
+
+
+class Step(StrEnum):
+    """How wide one bucket of a chart is."""
+
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+
+    @property
+    def width(self) -> timedelta:
+        return {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}[self.value]
+
+    def floor(self, moment: datetime) -> datetime:
+        """The start of the bucket ``moment`` falls in (UTC)."""
+        hour = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        if self is Step.HOUR:
+            return hour
+        day = hour.replace(hour=0)
+        if self is Step.DAY:
+            return day
+        return day - timedelta(days=day.weekday())
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """The half-open span ``[start, end)`` a page shows, cut into buckets of one ``step``."""
+
+    name: str
+    start: datetime
+    end: datetime
+    step: Step
+
+    @property
+    def buckets(self) -> list[datetime]:
+        """Every bucket start from ``start`` to ``end``, empty ones included."""
+        starts, moment = [], self.start
+        while moment < self.end:
+            starts.append(moment)
+            moment += self.step.width
+        return starts
+
+    def bucket_end(self, start: datetime) -> datetime:
+        return start + self.step.width
+
+
+def range_name(raw: str | None) -> str:
+    """The range a query string asked for; anything unknown is the default."""
+    return raw if raw in RANGES else DEFAULT_RANGE
+
+
+def step_for(span: timedelta) -> Step:
+    """Hours up to two days, days up to 90, weeks beyond."""
+    if span <= HOURLY_UP_TO:
+        return Step.HOUR
+    if span <= DAILY_UP_TO:
+        return Step.DAY
+    return Step.WEEK
+
+
+def time_window(name: str, *, oldest: datetime | None, newest: datetime | None) -> TimeWindow | None:
+    """The window of range ``name`` ending with the bucket of the newest data; ``None`` without data.
+
+    ``all`` spans from the oldest data; its step follows its length like the fixed ranges' do.
+    """
+    if oldest is None or newest is None:
+        return None
+    length = RANGES[range_name(name)]
+    span = length if length is not None else max(newest - oldest, timedelta(hours=1))
+    step = step_for(span)
+    end = step.floor(newest) + step.width
+    start = step.floor(oldest) if length is None else step.floor(end - length)
+    return TimeWindow(name=range_name(name), start=start, end=end, step=step)

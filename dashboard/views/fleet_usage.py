@@ -1,0 +1,173 @@
+"""The fleet's usage over the overview's time range, read from the hourly and daily rollups.
+
+One query reads the rollup rows of the window (a few thousand at most); everything the overview
+shows per bucket, per source and per model is summed from them here, so a 90-day range costs about
+what a day costs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from urllib.parse import urlencode
+
+from django.db.models import Count, Max, Min, Q, Sum
+from django.urls import reverse
+
+from dashboard.models import Session, Source, UsageRollup
+from dashboard.services.costs import Tokens, price_match, prices_load, usage_cost
+from dashboard.time_range import Step, TimeWindow, time_window
+from projections.hit_rate import hit_rate
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token sums of some requests; ``cache_reported`` counts those that reported a cache figure."""
+
+    requests: int = 0
+    cache_reported: int = 0
+    uncached: int = 0
+    read: int = 0
+    write_5m: int = 0
+    write_1h: int = 0
+    output: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.requests += other.requests
+        self.cache_reported += other.cache_reported
+        self.uncached += other.uncached
+        self.read += other.read
+        self.write_5m += other.write_5m
+        self.write_1h += other.write_1h
+        self.output += other.output
+
+    @property
+    def write(self) -> int:
+        return self.write_5m + self.write_1h
+
+    @property
+    def prompt(self) -> int:
+        return self.uncached + self.read + self.write
+
+    @property
+    def hit_rate(self) -> float | None:
+        """By the one rule of :func:`projections.hit_rate.hit_rate`; ``None`` when nothing was reported."""
+        if not self.cache_reported:
+            return None
+        return hit_rate(read=self.read, uncached=self.uncached, writes=self.write)
+
+    @property
+    def tokens(self) -> Tokens:
+        return Tokens(self.uncached, self.read, self.write_5m, self.write_1h, self.output)
+
+
+@dataclass
+class FleetUsage:
+    """The window's usage per bucket (the whole fleet and per source) and per source and model."""
+
+    window: TimeWindow
+    total: Usage = field(default_factory=Usage)
+    by_bucket: dict[datetime, Usage] = field(default_factory=dict)
+    by_source_bucket: dict[str, dict[datetime, Usage]] = field(default_factory=lambda: defaultdict(dict))
+    by_source_model: dict[tuple[int, str], Usage] = field(default_factory=dict)
+
+    def requests_url(self, bucket: datetime, source: str = "") -> str:
+        """The requests list narrowed to one bucket (and one source): what a chart's point stands for."""
+        params = {"since": iso(bucket), "until": iso(self.window.bucket_end(bucket))}
+        if source:
+            params["source"] = source
+        return reverse("dashboard:requests") + "?" + urlencode(params)
+
+
+def iso(moment: datetime) -> str:
+    """A UTC time as the list filters read it: ``2026-01-31T14:00:00Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fleet_window(range_name: str) -> TimeWindow | None:
+    """The window of ``range_name`` over the data there is; ``None`` when no request has a time."""
+    extent = UsageRollup.objects.filter(granularity=UsageRollup.Granularity.HOUR).aggregate(
+        oldest=Min("bucket_start"), newest=Max("bucket_start")
+    )
+    return time_window(range_name, oldest=extent["oldest"], newest=extent["newest"])
+
+
+def fleet_usage(window: TimeWindow) -> FleetUsage:
+    """Sum the rollup rows of ``window`` by bucket, by source and bucket, and by source and model."""
+    granularity = UsageRollup.Granularity.HOUR if window.step is Step.HOUR else UsageRollup.Granularity.DAY
+    rows = UsageRollup.objects.filter(
+        granularity=granularity, bucket_start__gte=window.start, bucket_start__lt=window.end
+    ).values_list(
+        "bucket_start",
+        "source_id",
+        "source__name",
+        "model",
+        "requests",
+        "cache_reported",
+        "uncached_input_tokens",
+        "cache_read_tokens",
+        "cache_write_5m_tokens",
+        "cache_write_1h_tokens",
+        "output_tokens",
+    )
+    usage = FleetUsage(window=window)
+    for start, source_id, source, model, *figures in rows.order_by():
+        row = Usage(*figures)
+        bucket = window.step.floor(start)
+        usage.total.add(row)
+        usage.by_bucket.setdefault(bucket, Usage()).add(row)
+        usage.by_source_bucket[source].setdefault(bucket, Usage()).add(row)
+        usage.by_source_model.setdefault((source_id, model), Usage()).add(row)
+    return usage
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """One source's line of the overview's table over the window."""
+
+    source: Source
+    sessions: int
+    usage: Usage
+    cost: Decimal | None
+
+
+def source_rows(usage: FleetUsage) -> tuple[list[SourceRow], Decimal | None, dict[str, int]]:
+    """Per source: the sessions active in the window, its usage and cost; the fleet's cost; and the
+    fleet's session and event counts in the window."""
+    window = usage.window
+    active = Session.objects.filter(last_activity__gte=window.start).filter(
+        Q(started_at__lt=window.end) | Q(started_at__isnull=True)
+    )
+    counts = {
+        row["source_id"]: row
+        for row in active.values("source_id")
+        .annotate(sessions=Count("id"), events=Sum("event_count"))
+        .order_by()
+    }
+    prices = prices_load()
+    per_source: dict[int, Usage] = defaultdict(Usage)
+    costs: dict[int, Decimal] = {}
+    for (source_id, model), figures in usage.by_source_model.items():
+        per_source[source_id].add(figures)
+        price = price_match(model=model, prices=prices)
+        if price is not None:
+            costs[source_id] = costs.get(source_id, Decimal(0)) + usage_cost(
+                tokens=figures.tokens, price=price
+            )
+    shown = set(per_source) | set(counts)
+    rows = [
+        SourceRow(
+            source=source,
+            sessions=counts.get(source.pk, {}).get("sessions", 0),
+            usage=per_source.get(source.pk, Usage()),
+            cost=costs.get(source.pk),
+        )
+        for source in Source.objects.filter(pk__in=shown).order_by("name")
+    ]
+    totals = {
+        "sessions": sum(row["sessions"] for row in counts.values()),
+        "events": sum(row["events"] or 0 for row in counts.values()),
+    }
+    return rows, (sum(costs.values(), Decimal(0)) if costs else None), totals

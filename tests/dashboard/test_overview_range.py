@@ -1,0 +1,153 @@
+"""The overview over a time range: it ends at the newest data, is cut into buckets the axis labels
+by itself, leaves empty buckets empty, and links each bucket to the requests (and sessions) in it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.models import Request, Session, Source
+from dashboard.services.rollups import rollups_rebuild
+
+pytestmark = pytest.mark.django_db
+
+NEWEST = datetime(2026, 3, 4, 15, 20, tzinfo=UTC)
+
+
+def fleet(days_ago: list[int], *, source: str = "farm") -> Session:
+    """One session with a request at 15:20 on each of the given days before :data:`NEWEST`."""
+    stored, _ = Source.objects.get_or_create(name=source)
+    times = [NEWEST - timedelta(days=days) for days in days_ago]
+    session = Session.objects.create(
+        source=stored,
+        external_id=f"{source}-{len(days_ago)}",
+        format="dsh",
+        started_at=min(times),
+        last_activity=max(times),
+    )
+    for ordinal, moment in enumerate(sorted(times)):
+        Request.objects.create(
+            session=session,
+            ordinal=ordinal,
+            key=f"r{ordinal}",
+            provider="anthropic",
+            model="claude-sonnet-4",
+            started_at=moment,
+            uncached_input_tokens=100,
+            cache_read_tokens=300,
+            cache_write_5m_tokens=100,
+            output_tokens=10,
+        )
+    rollups_rebuild()
+    return session
+
+
+def overview(client: Client, **params: str) -> dict:  # type: ignore[type-arg]
+    response = client.get(reverse("dashboard:overview"), params)
+    assert response.status_code == 200
+    return response.context  # type: ignore[no-any-return]
+
+
+def test_the_default_range_is_the_thirty_days_ending_at_the_newest_request(viewer_client: Client) -> None:
+    fleet([0, 3, 45])  # the newest request is long before "now" would be in a real fleet
+
+    context = overview(viewer_client)
+
+    window = context["window"]
+    assert (context["range"], window.step) == ("30d", "day")
+    assert window.end == datetime(2026, 3, 5, tzinfo=UTC)
+    assert len(window.buckets) == 30
+    assert context["totals"]["requests"] == 2  # the request 45 days back is outside the range
+
+
+def test_an_empty_bucket_breaks_the_line_and_carries_no_link(viewer_client: Client) -> None:
+    fleet([0, 3])
+
+    chart = overview(viewer_client, range="7d")["fleet_hit_rate_chart"]
+
+    [line] = chart["data"]
+    assert line["connectgaps"] is False
+    assert len(line["x"]) == 7
+    assert [value is None for value in line["y"]] == [True, True, True, False, True, True, False]
+    assert [url is None for url in line["customdata"]] == [value is None for value in line["y"]]
+
+
+def test_the_date_axis_picks_at_most_a_dozen_ticks_itself(viewer_client: Client) -> None:
+    fleet(list(range(0, 240, 3)))
+
+    for name in ("24h", "7d", "30d", "90d", "all"):
+        context = overview(viewer_client, range=name)
+        for chart in (context["fleet_hit_rate_chart"], context["fleet_sources_chart"]):
+            axis = chart["layout"]["xaxis"]
+            assert axis["nticks"] <= 12
+            assert "dtick" not in axis
+            assert "tickvals" not in axis
+            assert len(chart["data"][0]["x"]) <= 100, name
+    assert overview(viewer_client, range="all")["window"].step == "week"
+    assert overview(viewer_client, range="24h")["window"].step == "hour"
+
+
+def test_each_point_opens_the_requests_of_its_bucket(viewer_client: Client) -> None:
+    fleet([0, 1])
+    fleet([1], source="laptop")
+
+    context = overview(viewer_client, range="7d")
+    sources = {trace["name"]: trace for trace in context["fleet_sources_chart"]["data"]}
+    farm_url = next(url for url in sources["farm uncached"]["customdata"] if url)
+    fleet_url = next(url for url in context["fleet_hit_rate_chart"]["data"][0]["customdata"] if url)
+
+    assert parse_qs(urlsplit(farm_url).query) == {
+        "since": ["2026-03-03T00:00:00Z"],
+        "until": ["2026-03-04T00:00:00Z"],
+        "source": ["farm"],
+    }
+    listed = viewer_client.get(farm_url).context["page"]
+    assert [call.session.source.name for call in listed] == ["farm"]
+    assert len(viewer_client.get(fleet_url).context["page"]) == 2  # both sources that day
+    page = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"}).content.decode()
+    assert fleet_url.replace("&", "&amp;") in page  # the table under the chart links it too
+
+
+def test_the_range_picker_links_every_range_and_marks_the_current_one(viewer_client: Client) -> None:
+    fleet([0])
+
+    page = viewer_client.get(reverse("dashboard:overview"), {"range": "90d"}).content.decode()
+
+    for name in ("24h", "7d", "30d", "90d", "all"):
+        assert f'href="?range={name}"' in page
+    assert 'href="?range=90d" aria-current="page"' in page
+
+
+def test_an_unknown_range_falls_back_to_thirty_days(viewer_client: Client) -> None:
+    fleet([0])
+
+    assert overview(viewer_client, range="1y")["range"] == "30d"
+
+
+def test_an_empty_fleet_has_no_window_and_no_charts(viewer_client: Client) -> None:
+    context = overview(viewer_client)
+
+    assert context["window"] is None
+    assert context["fleet_hit_rate_chart"] is None
+    assert context["totals"]["requests"] == 0
+
+
+def test_the_sessions_list_narrows_to_the_sessions_active_in_a_bucket(viewer_client: Client) -> None:
+    early = fleet([40, 39])
+    late = fleet([2, 1, 0], source="laptop")
+
+    def listed(**params: str) -> list[str]:
+        return [
+            s.external_id
+            for s in viewer_client.get(reverse("dashboard:sessions"), params).context["page"].rows
+        ]
+
+    assert listed(since="2026-03-02T00:00:00Z", until="2026-03-03T00:00:00Z") == [late.external_id]
+    assert listed(since="2026-01-20T00:00:00Z", until="2026-01-25T00:00:00Z") == [early.external_id]
+    assert listed(since="2026-01-26", until="2026-02-25") == []
+    response = viewer_client.get(reverse("dashboard:sessions"), {"since": "yesterday"})
+    assert "since" in response.context["filters"].errors
