@@ -69,6 +69,8 @@ class SessionFilters:
     since: datetime | None = None
     """With ``until``: the sessions active in ``[since, until)`` (a chart's bucket on the overview)."""
     until: datetime | None = None
+    job: int | None = None
+    """An ingest job's number: the sessions it added or updated."""
     warnings: bool = False
     hit_min: float | None = None
     hit_max: float | None = None
@@ -93,6 +95,7 @@ class SessionFilters:
             started_to=_parse(params, "to", _day, errors, _DAY_EXPECTED),
             since=_parse(params, "since", _moment, errors, _MOMENT_EXPECTED),
             until=_parse(params, "until", _moment, errors, _MOMENT_EXPECTED),
+            job=_parse(params, "job", _count, errors, "an ingest job's number"),
             warnings=params.get("warnings", "") in {"1", "on", "true"},
             hit_min=_parse(params, "hit_min", _percent, errors, "a percentage from 0 to 100"),
             hit_max=_parse(params, "hit_max", _percent, errors, "a percentage from 0 to 100"),
@@ -120,6 +123,8 @@ class SessionFilters:
             sessions = sessions.filter(last_activity__gte=self.since)
         if self.until:
             sessions = sessions.filter(Q(started_at__lt=self.until) | Q(started_at__isnull=True))
+        if self.job is not None:
+            sessions = sessions.filter(ingest_jobs=self.job)
         if self.warnings:
             sessions = sessions.filter(warning_count__gt=0)
         if self.hit_min is not None:

@@ -68,6 +68,12 @@ class IngestJob(models.Model):
     lease_until = models.DateTimeField(
         null=True, blank=True, help_text="The claim holds until then; the running worker keeps moving it on."
     )
+    sessions = models.ManyToManyField(
+        "dashboard.Session",
+        blank=True,
+        related_name="ingest_jobs",
+        help_text="The sessions it added or updated.",
+    )
 
     bytes_total = models.BigIntegerField(default=0)
     bytes_done = models.BigIntegerField(default=0)

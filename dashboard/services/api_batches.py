@@ -76,6 +76,7 @@ def api_batch_store(job: IngestJob, *, on_step: StepCallback) -> IngestSummary:
         duplicates=result.summary.duplicates,
         errors=result.errors,
         notices=result.notices,
+        changed_session_ids=result.summary.changed_session_ids,
     )
     ingest_job_record(job, summary)
     return summary

@@ -201,6 +201,7 @@ def _add_summary(total: IngestSummary, step: IngestSummary) -> None:
     total.errors += step.errors
     total.notices += step.notices
     total.session_ids += step.session_ids
+    total.changed_session_ids += step.changed_session_ids
     total.followups_pending += step.followups_pending
 
 

@@ -59,6 +59,8 @@ class IngestSummary:
     notices: list[LineNotice] = field(default_factory=list)
     """Lines stored after a change that made them storable (a NUL replaced): listed, not errors."""
     session_ids: list[int] = field(default_factory=list)
+    changed_session_ids: list[int] = field(default_factory=list)
+    """Sessions this ingest added or updated: what its job links to."""
     followups_pending: list[int] = field(default_factory=list)
     """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
 
@@ -179,6 +181,7 @@ def ingest_session(
             summary.sessions_unchanged += 1
             return None
     errors_before, notices_before = len(summary.errors), len(summary.notices)
+    unchanged_before = summary.sessions_unchanged
     try:
         with gc_paused(), transaction.atomic():
             requests_before = summary.requests_added
@@ -209,6 +212,8 @@ def ingest_session(
         raise
     blocks.commit()
     summary.session_ids.append(session.pk)
+    if summary.sessions_unchanged == unchanged_before:
+        summary.changed_session_ids.append(session.pk)
     session_id = session.pk
 
     def follow_up() -> None:
@@ -388,6 +393,7 @@ def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
         IngestNotice(job=job, path=n.path[-1000:], line=n.line, field=n.field[:200], reason=n.reason)
         for n in summary.notices
     )
+    job.sessions.add(*summary.changed_session_ids)
     job.sessions_added = summary.sessions_added
     job.sessions_updated = summary.sessions_updated
     job.events_added = summary.events_added

@@ -20,6 +20,8 @@ from projections.formats import FORMAT_NAMES
 
 NOTICES_SHOWN = 200
 """Notices listed on a job's page; a repaired file can have one per line, and each says the same."""
+SESSIONS_SHOWN = 20
+"""Sessions a job's page names; the sessions list, filtered by the job, has them all."""
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -72,7 +74,9 @@ def ingest_page(request: HttpRequest) -> HttpResponse:
             except UploadRejected as rejected:
                 form.add_error("files", rejected.reasons)
             else:
-                from dashboard.tasks import ingest_job_enqueue  # the task layer (and Celery) loads on first use
+                from dashboard.tasks import (
+                    ingest_job_enqueue,  # the task layer (and Celery) loads on first use
+                )
 
                 # Sent once the job's row is committed; a broker that does not answer marks it not queued.
                 transaction.on_commit(lambda: ingest_job_enqueue(job.pk))
@@ -100,6 +104,8 @@ def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     notices = job.notices.all()[:NOTICES_SHOWN]
     context = {
         "job": job,
+        "sessions": job.sessions.select_related("source").order_by("-last_activity", "-id")[:SESSIONS_SHOWN],
+        "sessions_total": job.sessions.count(),
         "errors": errors,
         "notices": notices,
         "notices_shown": NOTICES_SHOWN,

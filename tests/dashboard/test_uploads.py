@@ -108,3 +108,44 @@ def test_bad_lines_of_an_upload_are_listed_on_its_job_page(
     page = operator_client.get(job.get_absolute_url()).content.decode()
     assert "Errors" in page
     assert error.reason in page
+
+
+def test_a_finished_job_links_the_sessions_it_added_or_updated(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(
+            operator_client,
+            "logs.zip",
+            zipped({"a/session.jsonl": log_bytes("a"), "b/session.jsonl": log_bytes("b")}),
+        )
+    first = IngestJob.objects.get()
+    assert sorted(first.sessions.values_list("external_id", flat=True)) == ["a", "b"]
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "session.jsonl", log_bytes("a"))  # the same log again: nothing changes
+    again = IngestJob.objects.exclude(pk=first.pk).get()
+    assert again.duplicates > 0
+    assert not again.sessions.exists()
+
+    page = operator_client.get(first.get_absolute_url()).content.decode()
+    listed = f'href="{reverse("dashboard:sessions")}?job={first.pk}"'
+    assert listed in page
+    assert "Open the 2 sessions it added or updated" in page
+    for session in Session.objects.all():
+        assert session.get_absolute_url() in page
+    assert "Open the" not in operator_client.get(again.get_absolute_url()).content.decode()
+
+
+def test_the_sessions_list_narrows_to_one_jobs_sessions(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "session.jsonl", log_bytes("first"))
+        upload(operator_client, "session.jsonl", log_bytes("second"))
+    second = IngestJob.objects.order_by("pk").last()
+    assert second is not None
+    response = operator_client.get(reverse("dashboard:sessions"), {"job": second.pk})
+    assert [s.external_id for s in response.context["page"].rows] == ["second"]
+    assert f"ingest #{second.pk}</a> added or updated" in response.content.decode()
+    bad = operator_client.get(reverse("dashboard:sessions"), {"job": "latest"})
+    assert "job: &#x27;latest&#x27; is not an ingest job&#x27;s number (ignored)" in bad.content.decode()
