@@ -41,6 +41,21 @@
     return out;
   }
 
+  // dashboard/charts.py draws predicted lines, the context window and markers in the light theme's
+  // ink; they take the current theme's text colour instead, or they vanish on a dark background.
+  var FIGURE_INK = "#17212e";
+
+  function inked(value, ink) {
+    if (typeof value === "string") { return value.toLowerCase() === FIGURE_INK ? ink : value; }
+    if (Array.isArray(value)) { return value.map(function (item) { return inked(item, ink); }); }
+    if (value && typeof value === "object") {
+      var out = {};
+      Object.keys(value).forEach(function (key) { out[key] = inked(value[key], ink); });
+      return out;
+    }
+    return value;
+  }
+
   var pending = [];
   var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
     entries.forEach(function (entry) {
@@ -51,15 +66,22 @@
     });
   }, { rootMargin: "600px 0px" }) : null;
 
+  // Paints a figure in the current theme's colours: a first draw, or a redraw when the theme changes.
+  function paint(element, figure) {
+    var ink = cssVar("--ink");
+    var data = (figure.data || []).map(function (trace) { return inked(trace, ink); });
+    return Plotly.react(element, data, themed(inked(figure.layout || {}, ink)), CONFIG);
+  }
+
   // Draws the figure into element now if it is on or near the screen, otherwise when it comes near;
   // then() runs after it is drawn (for click handlers).
   function draw(element, figure, then) {
     if (element.dataset.drawn) { return; }
     element.dataset.drawn = "pending";
     var plot = function () {
-      Plotly.newPlot(element, figure.data, themed(figure.layout || {}), CONFIG).then(function () {
+      paint(element, figure).then(function () {
         element.dataset.drawn = "yes";
-        element.cachescopeLayout = figure.layout || {};
+        element.cachescopeFigure = figure;
         if (then) { then(element); }
       });
     };
@@ -72,7 +94,7 @@
   if (dark && dark.addEventListener) {
     dark.addEventListener("change", function () {
       document.querySelectorAll(".js-plotly-plot").forEach(function (element) {
-        if (element.cachescopeLayout) { Plotly.relayout(element, themed(element.cachescopeLayout)); }
+        if (element.cachescopeFigure) { paint(element, element.cachescopeFigure); }
       });
     });
   }
