@@ -409,3 +409,12 @@ def test_a_chunked_json_body_as_claude_codes_exporter_frames_it_is_read(client: 
     )
     assert response.status_code == 200, response.content
     assert Request.objects.count() == 4
+
+
+def test_a_nul_in_a_protobuf_string_is_stored_as_u_fffd_and_said(client: Client, secret: str) -> None:
+    response = post_logs(client, secret, [api_request(3, 1, "req_nul", model="claude-sonnet-4-5\x00x")])
+
+    partial = logs_answer(response).partial_success
+    assert partial.rejected_log_records == 0
+    assert "replaced 1 NUL by U+FFFD" in partial.error_message
+    assert Request.objects.get().model == "claude-sonnet-4-5\ufffdx"
