@@ -168,11 +168,15 @@ def fold_run_selection(run: FoldRun) -> Q:
     return Q(pk__lte=run.last_session_id or 0)
 
 
-def fold_run_pending(*, run: FoldRun) -> list[int]:
-    """Ids of the run's sessions that have no result yet, in id order."""
+def fold_run_pending(*, run: FoldRun, among: Iterable[int] | None = None) -> list[int]:
+    """Ids of the run's sessions that have no result yet, in id order; only those of ``among`` when
+    given, so a chunk looks up its own few sessions rather than the whole run's."""
+    pending = Session.objects.filter(fold_run_selection(run))
     done = FoldRunResult.objects.filter(run=run).values("session_id")
-    pending = Session.objects.filter(fold_run_selection(run)).exclude(pk__in=done).order_by("pk")
-    return list(pending.values_list("pk", flat=True))
+    if among is not None:
+        wanted = list(among)
+        pending, done = pending.filter(pk__in=wanted), done.filter(session_id__in=wanted)
+    return list(pending.exclude(pk__in=done).order_by("pk").values_list("pk", flat=True))
 
 
 def fold_run_chunks(*, run_id: int, size: int = REFOLD_CHUNK) -> list[list[int]]:
@@ -193,10 +197,7 @@ def refold_run(
     FoldRun.objects.filter(pk=run_id, status=FoldRun.Status.QUEUED).update(
         status=FoldRun.Status.RUNNING, started_at=Coalesce(F("started_at"), timezone.now())
     )
-    pending = fold_run_pending(run=run)
-    if session_ids is not None:
-        wanted = set(session_ids)
-        pending = [pk for pk in pending if pk in wanted]
+    pending = fold_run_pending(run=run, among=session_ids)
     for session_id in pending:
         refold_session(run=run, session_id=session_id)
         if on_progress is not None:
@@ -208,7 +209,11 @@ def refold_run(
 def fold_run_finish_if_complete(*, run_id: int) -> bool:
     """Mark the run done once every selected session has a result (with one conditional UPDATE)."""
     run = FoldRun.objects.get(pk=run_id)
-    if run.is_finished or fold_run_pending(run=run):
+    if run.is_finished:
+        return False
+    # Whether any is pending, not which: every chunk asks, and a fleet-sized run has many chunks.
+    done_ids = FoldRunResult.objects.filter(run=run).values("session_id")
+    if Session.objects.filter(fold_run_selection(run)).exclude(pk__in=done_ids).exists():
         return False
     done = FoldRunResult.objects.filter(run=run).count()
     finished = FoldRun.objects.filter(
