@@ -6,7 +6,11 @@ the surface rules of 5 and 6) over a reference-shaped corpus (DESIGN §5.1).
 Prints, in one run: identical and diverged sessions; retained state under each version; fold
 throughput per version; the time to list every session with its breakdown row loaded from the
 database and validated (deserialized and viewed), v7 rows against v8 rows; and the wall time of a
-re-fold job on 1 and on 2 Celery workers. ``DATABASE_URL`` names a PostgreSQL server: the figures
+re-fold job on 1, 2 and 4 Celery workers (``--workers``) with the speed-up over one worker and where
+each job's time goes: folding and comparing (the workers' summed fold time), the rest of the
+workers' time (reading the log, writing rows and results, task overhead), and waiting in the queue
+before the first result and after the last. ``--profile`` runs one more job on one worker under
+cProfile and prints its costliest calls. ``DATABASE_URL`` names a PostgreSQL server: the figures
 are taken in a scratch database ``<name>_refold_bench`` created on it and dropped at the end. The
 broker (default ``redis://127.0.0.1:6379/14``) is purged of the refold queue first. Not part of the
 test run.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -23,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,13 @@ def main() -> None:
     )
     parser.add_argument("broker", nargs="?", default=DEFAULT_BROKER, help="Celery broker URL.")
     parser.add_argument("--sessions", type=int, default=836, help="Sessions in the corpus (reference: 836).")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1, 2, 4], help="Worker counts to time the job on."
+    )
+    parser.add_argument(
+        "--jobs-only", action="store_true", help="Skip the engine and listing figures; time the jobs only."
+    )
+    parser.add_argument("--profile", action="store_true", help="Profile one more job on one worker.")
     args = parser.parse_args()
     server = os.environ.get("DATABASE_URL", "")
     if not server.startswith(("postgres://", "postgresql://")):
@@ -51,12 +64,12 @@ def main() -> None:
     os.environ.setdefault("CACHESCOPE_DATA_DIR", tempfile.mkdtemp(prefix="cachescope-refold-bench-"))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     try:
-        _run(args.sessions, args.broker, database_url)
+        _run(args, database_url)
     finally:
         _drop_database(server, database_url)
 
 
-def _run(sessions: int, broker: str, database_url: str) -> None:
+def _run(args: argparse.Namespace, database_url: str) -> None:
     import django
 
     django.setup()
@@ -64,18 +77,23 @@ def _run(sessions: int, broker: str, database_url: str) -> None:
 
     from dashboard.demo import refold_corpus
 
-    started = time.perf_counter()
-    corpus = list(refold_corpus(sessions=sessions))
-    events = sum(len(log) for _, log in corpus)
-    print(
-        f"corpus: {len(corpus)} sessions, {events:,} events, built in {time.perf_counter() - started:.1f} s"
-    )
-
-    _engine_figures(corpus)
     call_command("migrate", verbosity=0)
-    session_ids = _store(corpus)
-    _listing_figures(corpus, session_ids)
-    _worker_figures(session_ids, broker, database_url)
+    if args.jobs_only:
+        # Built as it is stored: a fleet's corpus need not fit in memory at once.
+        session_ids = _store(refold_corpus(sessions=args.sessions), (POSITIONAL,))
+    else:
+        started = time.perf_counter()
+        corpus = list(refold_corpus(sessions=args.sessions))
+        events = sum(len(log) for _, log in corpus)
+        print(
+            f"corpus: {len(corpus)} sessions, {events:,} events, "
+            f"built in {time.perf_counter() - started:.1f} s"
+        )
+        _engine_figures(corpus)
+        session_ids = _store(corpus, (POSITIONAL, COMPACT))
+        del corpus
+        _listing_figures(session_ids)
+    _worker_figures(session_ids, args.broker, database_url, args.workers, args.profile)
 
 
 # --- the engine alone --------------------------------------------------------------------------------
@@ -127,59 +145,84 @@ def _engine_figures(corpus: list[tuple[str, list[Any]]]) -> None:
 # --- the database ------------------------------------------------------------------------------------
 
 
-def _store(corpus: list[tuple[str, list[Any]]]) -> dict[str, int]:
-    from dashboard.models import Event, ProjectionRow, Session, Source
+def _store(corpus: Iterable[tuple[str, list[Any]]], versions: tuple[int, ...]) -> dict[str, int]:
+    """Store the corpus session by session (events by COPY, as many as a fleet holds) with a
+    ``contextBreakdown`` row per version in ``versions``; the corpus is read once, as it is built."""
+    from django.db import connection, transaction
+
+    from dashboard.models import ProjectionRow, Session, Source
     from projections.folds.fold import fold, state_size_bytes, to_row
     from projections.folds.registry import get_projection
 
     started = time.perf_counter()
     source = Source.objects.create(name="refold-bench")
     ids: dict[str, int] = {}
-    rows = []
-    for external_id, log in corpus:
-        session = Session.objects.create(source=source, external_id=external_id, format="dsh")
-        ids[external_id] = session.pk
-        Event.objects.bulk_create(
-            (
-                Event(
-                    session=session,
-                    seq=event.seq,
-                    type=event.type,
-                    time=event.time,
-                    data=dict(event.data),
-                    surface_op=event.surface_op,
-                    source_event_seqs=None
-                    if event.source_event_seqs is None
-                    else list(event.source_event_seqs),
-                    ignorable=event.ignorable,
-                )
-                for event in log
-            ),
-            batch_size=5000,
-        )
-        for projection in (get_projection("contextBreakdown", v) for v in (POSITIONAL, COMPACT)):
-            state = fold(projection, log)
-            row = to_row(projection, state, log[-1].seq)
-            rows.append(
-                ProjectionRow(
-                    session=session,
-                    key=row.key,
-                    ver=row.ver,
-                    seq=row.seq,
-                    val=row.val,
-                    view=projection.view_json(projection.view(state)),
-                    state_bytes=state_size_bytes(projection, state),
-                )
+    events = 0
+    rows: list[ProjectionRow] = []
+    columns = "session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable"
+    for batch in _batched(corpus, 200):
+        with transaction.atomic():
+            sessions = Session.objects.bulk_create(
+                Session(source=source, external_id=external_id, format="dsh") for external_id, _ in batch
             )
-    ProjectionRow.objects.bulk_create(rows, batch_size=500)
+            with (
+                connection.cursor() as cursor,
+                cursor.cursor.copy(f"COPY dashboard_event ({columns}) FROM STDIN") as copy,
+            ):
+                for session, (_, log) in zip(sessions, batch, strict=True):
+                    for event in log:
+                        copy.write_row(
+                            (
+                                session.pk,
+                                event.seq,
+                                event.type,
+                                event.time,
+                                json.dumps(event.data),
+                                None if event.surface_op is None else json.dumps(event.surface_op),
+                                None
+                                if event.source_event_seqs is None
+                                else json.dumps(list(event.source_event_seqs)),
+                                event.ignorable,
+                            )
+                        )
+        for session, (external_id, log) in zip(sessions, batch, strict=True):
+            ids[external_id] = session.pk
+            events += len(log)
+            for projection in (get_projection("contextBreakdown", v) for v in versions):
+                state = fold(projection, log)
+                row = to_row(projection, state, log[-1].seq)
+                rows.append(
+                    ProjectionRow(
+                        session=session,
+                        key=row.key,
+                        ver=row.ver,
+                        seq=row.seq,
+                        val=row.val,
+                        view=projection.view_json(projection.view(state)),
+                        state_bytes=state_size_bytes(projection, state),
+                    )
+                )
+        ProjectionRow.objects.bulk_create(rows, batch_size=500)
+        rows.clear()
     print(
-        f"stored {len(ids)} sessions with v{POSITIONAL} and v{COMPACT} rows "
-        f"in {time.perf_counter() - started:.1f} s"
+        f"built and stored {len(ids)} sessions ({events:,} events) with "
+        f"{' and '.join(f'v{v}' for v in versions)} rows in {time.perf_counter() - started:.1f} s"
     )
     return ids
 
 
-def _listing_figures(corpus: list[tuple[str, list[Any]]], session_ids: dict[str, int]) -> None:
+def _batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _listing_figures(session_ids: dict[str, int]) -> None:
     """List every session with its breakdown: load the row, rebuild the state from it, take the view."""
     from django.db import connection
 
@@ -211,13 +254,12 @@ def _listing_figures(corpus: list[tuple[str, list[Any]]], session_ids: dict[str,
 # --- re-fold jobs on Celery workers ------------------------------------------------------------------
 
 
-def _worker_figures(session_ids: dict[str, int], broker: str, database_url: str) -> None:
+def _worker_figures(
+    session_ids: dict[str, int], broker: str, database_url: str, counts: list[int], profile: bool
+) -> None:
     from kombu import Connection
 
-    from dashboard.celery import app
-    from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Warning
-    from dashboard.services.refold import fold_run_create
-    from dashboard.services.refold_report import fold_run_report
+    from dashboard.models import ProjectionRow
 
     with Connection(broker, connect_timeout=3) as conn:
         conn.ensure_connection(max_retries=1)
@@ -225,28 +267,83 @@ def _worker_figures(session_ids: dict[str, int], broker: str, database_url: str)
         with contextlib.suppress(Exception):
             conn.default_channel.queue_purge("refold")
     positional_rows = list(ProjectionRow.objects.filter(key="contextBreakdown", ver=POSITIONAL))
-    for workers in (1, 2):
-        # Back to the state before a version bump: positional rows only.
-        ProjectionRow.objects.filter(key="contextBreakdown").delete()
-        ProjectionRow.objects.bulk_create(_copies(positional_rows), batch_size=500)
-        Warning.objects.all().delete()
-        run = fold_run_create(key="contextBreakdown", from_version=POSITIONAL, to_version=COMPACT)
-        with _workers(workers, broker, database_url):
-            started = time.perf_counter()
-            with app.connection_for_write(broker) as conn:
-                app.send_task("dashboard.tasks.refold_run", args=[run.pk], connection=conn, queue="refold")
-            while not FoldRun.objects.get(pk=run.pk).is_finished:
-                time.sleep(0.1)
-            wall = time.perf_counter() - started
-        run.refresh_from_db()
-        report = fold_run_report(run=run)
-        print(
-            f"re-fold job on {workers} worker{'s' if workers > 1 else ''}: {wall:.1f} s wall "
-            f"({run.status}; {report.sessions} sessions, {report.events:,} events, "
-            f"{report.identical} identical, {report.diverged} diverged, {report.errored} errored; "
-            f"state {_size(report.from_bytes.total)} -> {_size(report.to_bytes.total)})"
-        )
-        assert FoldRunResult.objects.filter(run=run).count() == len(session_ids)
+    walls: dict[int, float] = {}
+    for workers in counts:
+        walls[workers] = _job(positional_rows, session_ids, workers, broker, database_url)
+    base = walls.get(1)
+    if base is not None:
+        for workers, wall in walls.items():
+            if workers > 1:
+                print(f"  speed-up on {workers} workers: {base / wall:.2f}x (goal from 1 to 2: 1.8x)")
+    if profile:
+        stats = Path(tempfile.mkstemp(prefix="refold-worker-", suffix=".prof")[1])
+        _job(positional_rows, session_ids, 1, broker, database_url, profile_to=stats)
+        _print_profile(stats)
+        stats.unlink(missing_ok=True)
+
+
+def _job(
+    positional_rows: list[Any],
+    session_ids: dict[str, int],
+    workers: int,
+    broker: str,
+    database_url: str,
+    profile_to: Path | None = None,
+) -> float:
+    """Run one re-fold job from the state before a version bump; print its wall time and phases."""
+    from django.db.models import Sum
+
+    from dashboard.celery import app
+    from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Warning
+    from dashboard.services.refold import fold_run_create
+    from dashboard.services.refold_report import fold_run_report
+
+    # Back to the state before a version bump: positional rows only.
+    ProjectionRow.objects.filter(key="contextBreakdown").delete()
+    ProjectionRow.objects.bulk_create(_copies(positional_rows), batch_size=500)
+    Warning.objects.all().delete()
+    run = fold_run_create(key="contextBreakdown", from_version=POSITIONAL, to_version=COMPACT)
+    with _workers(workers, broker, database_url, profile_to=profile_to):
+        sent = time.time()
+        started = time.perf_counter()
+        with app.connection_for_write(broker) as conn:
+            app.send_task("dashboard.tasks.refold_run", args=[run.pk], connection=conn, queue="refold")
+        while not FoldRun.objects.get(pk=run.pk).is_finished:
+            time.sleep(0.1)
+        wall = time.perf_counter() - started
+    run.refresh_from_db()
+    report = fold_run_report(run=run)
+    label = "1 worker under cProfile" if profile_to else f"{workers} worker{'s' if workers > 1 else ''}"
+    print(
+        f"re-fold job on {label}: {wall:.1f} s wall "
+        f"({run.status}; {report.sessions} sessions, {report.events:,} events, "
+        f"{report.identical} identical, {report.diverged} diverged, {report.errored} errored; "
+        f"state {_size(report.from_bytes.total)} -> {_size(report.to_bytes.total)})"
+    )
+    results = FoldRunResult.objects.filter(run=run)
+    assert results.count() == len(session_ids)
+    fold = results.aggregate(fold=Sum("seconds"))["fold"] or 0.0
+    claimed = run.started_at.timestamp() - sent if run.started_at else 0.0
+    print(
+        f"  where the time goes: {claimed:.1f} s until a worker claimed the job; of the "
+        f"{wall * workers:.1f} worker-seconds, {fold:.1f} s reading logs, folding and comparing, "
+        f"{max(0.0, wall * workers - fold):.1f} s on the rest (writing rows and results, locks, "
+        "queueing and task overhead)"
+    )
+    return wall
+
+
+def _print_profile(path: Path) -> None:
+    import pstats
+
+    print("  costliest calls in one worker (cumulative seconds):")
+    stats = pstats.Stats(str(path))
+    entries = []
+    for (filename, line, name), (_, calls, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if any(part in filename for part in ("/dashboard/", "/projections/")):
+            entries.append((cumulative, calls, f"{Path(filename).name}:{line} {name}"))
+    for cumulative, calls, where in sorted(entries, reverse=True)[:25]:
+        print(f"    {cumulative:8.2f} s  {calls:>9,} calls  {where}")
 
 
 def _copies(rows: list[Any]) -> list[Any]:
@@ -269,16 +366,19 @@ def _copies(rows: list[Any]) -> list[Any]:
 class _workers:
     """N ``celery worker`` processes on the refold queue, started and ready, stopped on exit."""
 
-    def __init__(self, count: int, broker: str, database_url: str) -> None:
+    def __init__(self, count: int, broker: str, database_url: str, profile_to: Path | None = None) -> None:
         self.count, self.broker, self.database_url = count, broker, database_url
+        self.profile_to = profile_to
         self.processes: list[subprocess.Popen[bytes]] = []
         self.logs = [Path(tempfile.mkstemp(prefix="refold-worker-", suffix=".log")[1]) for _ in range(count)]
 
     def __enter__(self) -> _workers:
         env = {**os.environ, "DATABASE_URL": self.database_url, "CELERY_BROKER_URL": self.broker}
         for log in self.logs:
+            profiler = ["-m", "cProfile", "-o", str(self.profile_to)] if self.profile_to else []
             command = [
-                sys.executable, "-m", "celery", "-A", "dashboard", "worker", "--pool", "solo", "-Q", "refold",
+                sys.executable, *profiler, "-m", "celery", "-A", "dashboard", "worker", "--pool", "solo",
+                "-Q", "refold",
                 "-n", f"bench-{uuid.uuid4().hex[:8]}@%h", "--loglevel", "WARNING", "--without-gossip",
                 "--without-mingle", "--without-heartbeat",
             ]  # fmt: skip
