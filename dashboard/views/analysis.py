@@ -123,10 +123,18 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
             )
     return {
         "analysis_job": SessionAnalysis.objects.filter(session=session).first(),
-        "requests_chart": session_requests_chart(bars) if bars else None,
-        "cacheability_chart": session_cacheability_chart(shares) if shares else None,
+        # A chart of one request, or of requests that reported nothing, says nothing the figures
+        # above it do not: it is left out rather than drawn empty.
+        "requests_chart": session_requests_chart(bars) if _tells(bars) else None,
+        "cacheability_chart": session_cacheability_chart(shares) if len(shares) > 1 else None,
         "material_misses": RequestAnalysis.objects.filter(session=session).material_misses().count(),
     }
+
+
+def _tells(bars: list[RequestBar]) -> bool:
+    """Whether a requests chart would show anything: two requests or more, some with usage."""
+    reported = [bar for bar in bars if any(n for n in (bar.read, bar.write, bar.uncached))]
+    return len(bars) > 1 and bool(reported)
 
 
 @require_POST

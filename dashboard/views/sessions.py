@@ -20,7 +20,8 @@ from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
 from dashboard.views.session_timeline import events_page, host_notes_context
 
-REQUESTS_PER_PAGE = 100
+REQUESTS_PER_PAGE = 25
+"""Requests a page of the session's table shows: the charts above already draw every one."""
 SESSION_WARNINGS_SHOWN = 50
 KNOWN_MODELS_SECONDS = 60
 
