@@ -32,11 +32,13 @@ def test_rows_written_in_batches_read_back_exactly_through_the_orm() -> None:
             source_event_seqs=(0,),
         ),
         EventRecord(seq=2, type="plugin/x", time=None, data={}, ignorable=True),
+        # An integer beyond 64 bits, as a log may hold one, is stored whole.
+        EventRecord(seq=3, type="plugin/y", time=None, data={"id": 2**70, "x": -0.0}),
     ]
     writer = EventWriter(session.pk, batch_size=2)
     for record in records:
         writer.add(record)
-    assert writer.flush() == 3
+    assert writer.flush() == 4
 
     rows = list(Event.objects.filter(session=session).order_by("seq"))
     assert [
@@ -53,5 +55,6 @@ def test_rows_written_in_batches_read_back_exactly_through_the_orm() -> None:
             False,
         ),
         (2, "plugin/x", None, {}, None, None, True),
+        (3, "plugin/y", None, {"id": 2**70, "x": -0.0}, None, None, False),
     ]
     assert Event.objects.filter(data__message__role="system").count() == 1
