@@ -130,9 +130,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # collectstatic (which `manage.py demo` runs too) writes each file under a name holding a hash of
     # its content, with gzip and brotli copies beside it; WhiteNoise serves those names with a year's
-    # cache lifetime, so a browser fetches plotly.js once per release, compressed. With DEBUG on,
-    # pages link the plain names and need no collectstatic.
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    # cache lifetime, so a browser fetches plotly.js once per release, compressed. With DEBUG on, or
+    # before collectstatic, pages link the plain names.
+    "staticfiles": {"BACKEND": "dashboard.static_storage.CollectedStaticFilesStorage"},
 }
 # Plain names are also served straight from static/ (with a short cache lifetime): the tests use
 # them without collecting anything.

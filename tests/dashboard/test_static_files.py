@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ def collected(settings: Any, tmp_path: Path) -> Path:
     """collectstatic with the deployed storage, over what the login page links only (plotly.js's
     brotli copy alone takes seconds to write)."""
     sources = tmp_path / "sources"
-    for name in ("css/cachescope.css", "favicon.svg", "vendor/htmx-2.0.11.min.js"):
+    for name in ("css/cachescope.css", "favicon.svg", "vendor/htmx-2.0.11.min.js", "js/chart-theme.js"):
         (sources / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(STATIC_SOURCES / name, sources / name)
     settings.STATICFILES_DIRS = [sources]
@@ -40,7 +41,7 @@ def collected(settings: Any, tmp_path: Path) -> Path:
     settings.STATIC_ROOT = tmp_path / "collected"
     settings.STORAGES = {
         **settings.STORAGES,
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+        "staticfiles": {"BACKEND": "dashboard.static_storage.CollectedStaticFilesStorage"},
     }
     call_command("collectstatic", interactive=False, verbosity=0)
     return settings.STATIC_ROOT
@@ -91,3 +92,29 @@ def test_a_plain_name_that_may_change_is_kept_only_briefly(collected: Path) -> N
     body_of(response)
     assert response.status_code == 200
     assert response["Cache-Control"] == "max-age=60, public"
+
+
+def test_a_file_added_since_collectstatic_is_linked_by_its_plain_name_with_a_warning(
+    collected: Path, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    added = Path(settings.STATICFILES_DIRS[0]) / "js" / "added.js"
+    added.parent.mkdir(exist_ok=True)
+    added.write_text("// added after collectstatic\n")
+    assert static("vendor/htmx-2.0.11.min.js") != "/static/vendor/htmx-2.0.11.min.js"
+    with caplog.at_level(logging.WARNING, logger="dashboard.static_storage"):
+        assert static("js/added.js") == "/static/js/added.js"
+    assert "js/added.js is not in the collected static files' manifest" in caplog.text
+    response = Client().get("/static/js/added.js")
+    assert body_of(response) == added.read_bytes()
+    assert response["Cache-Control"] == "max-age=60, public"
+
+
+def test_pages_render_before_collectstatic_has_ever_run(settings: Any, tmp_path: Path) -> None:
+    settings.STATIC_ROOT = tmp_path / "never-collected"
+    settings.STATIC_ROOT.mkdir()  # settings.py makes it, empty, on start-up
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "dashboard.static_storage.CollectedStaticFilesStorage"},
+    }
+    html = Client().get("/accounts/login/").content.decode()
+    assert 'href="/static/css/cachescope.css"' in html
