@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from itertools import accumulate
 
+import orjson
+
 from projections.normalized import JSON
 
 MAX_JSON_DEPTH = 100
@@ -115,6 +117,28 @@ def nesting(raw: bytes) -> int:
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
 
 
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 20
+"""A run of digits that may be an integer past 64 bits, which orjson would turn into a float; found
+by turning every digit into 0 and searching for the run, ten times faster than a regular expression."""
+
+
+def _loads(data: bytes | str, raw: bytes) -> JSON:
+    """``json.loads`` with its strict number rules, by orjson where it gives the same value.
+
+    orjson decodes a line several times faster and refuses NaN, infinite numbers and nesting past
+    1,024 levels as the standard library does here; what it refuses that the standard library
+    accepts (a byte order mark, a lone surrogate, UTF-16) and an integer past 64 bits (which it
+    would turn into a float) take the standard library's path, which also words the errors.
+    """
+    if _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(data, parse_float=_finite, parse_constant=_no_constant)
+
+
 def decode_storable(data: bytes | str) -> Decoded:
     """Decode one JSON text into a value every store accepts.
 
@@ -125,7 +149,7 @@ def decode_storable(data: bytes | str) -> Decoded:
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        value = json.loads(data, parse_float=_finite, parse_constant=_no_constant)
+        value = _loads(data, raw)
     except RecursionError:
         raise TooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as error:
