@@ -14,7 +14,8 @@ Each is ingested in a fresh child process (the embedded default SQLite under a s
 and PostgreSQL in a scratch database on ``DATABASE_URL``'s server, dropped at the end), with no
 broker, so the session's folds and analyses run inside the same command as they do on a laptop.
 Printed beside it, the reference: a bare line-by-line ``orjson.loads`` of the same file, storing
-nothing. For each: wall time, MB/s and the child's peak resident size (``ru_maxrss`` from
+nothing. For each: wall time and MB/s, CPU time and MB per CPU-second (the wall figures count other
+processes' turns on a busy machine), and the child's peak resident size (``ru_maxrss`` from
 ``wait4``). Goal: at least 20 MB/s, peak under 500 MB. Not part of the test run.
 """
 
@@ -114,9 +115,12 @@ def _measure(label: str, size: int, command: list[str], env: dict[str, str]) -> 
     if child.returncode != 0:
         raise SystemExit(f"{label} failed ({child.returncode}):\n{output[-3000:]}")
     peak = usage.ru_maxrss * 1024  # KiB on Linux
+    # CPU seconds too: on a busy machine the wall time counts the other processes' turns.
+    cpu = usage.ru_utime + usage.ru_stime
     summary = output.strip().splitlines()[-1] if output.strip() else ""
     print(
-        f"  {label:<28} {wall:7.1f} s  {size / MB / wall:6.1f} MB/s  peak RSS {peak / MB:6.0f} MB"
+        f"  {label:<28} {wall:7.1f} s  {size / MB / wall:6.1f} MB/s  "
+        f"CPU {cpu:7.1f} s  {size / MB / cpu:6.1f} MB/CPU-s  peak RSS {peak / MB:6.0f} MB"
         f"   ({_shorten(summary)})"
     )
 
