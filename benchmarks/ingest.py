@@ -1,12 +1,22 @@
-"""Ingest throughput on SQLite and PostgreSQL, and the cost of ingest over a plain parse.
+"""Ingest throughput on SQLite and PostgreSQL, and what ``manage.py ingest`` costs over a plain parse.
 
     python benchmarks/ingest.py [--mb 200] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
+    python benchmarks/ingest.py --only claude-code [--claude-code-mb 16] [--runs 3]
+    python benchmarks/ingest.py --only claude-code --profile
 
-Generates a dsh corpus of about ``--mb`` megabytes (a third of the logs multi-frame zstd), ingests it
-into a fresh database of each kind in a child process, and prints events/s and MB/s. Then, in one
-process, it times the ingest of the Claude Code transcripts under ../shared/data next to a plain
-``json.loads`` of every line of the same files. Follow-up folds and analyses are switched off so the
-figures are those of ingest alone. Not part of the test run.
+``dsh``: generates a dsh corpus of about ``--mb`` megabytes (a third of the logs multi-frame zstd),
+ingests it into a fresh database of each kind in a child process, and prints events/s and MB/s.
+Follow-up folds and analyses are switched off there, so those figures are of ingest alone.
+
+``claude-code``: copies the real Claude Code transcripts under ../shared/data to about
+``--claude-code-mb`` megabytes (``claude_code_corpus.py``) and times, in fresh processes and
+interleaved run by run, what a user waits for: ``manage.py ingest <folder>`` into a fresh SQLite
+database and a fresh PostgreSQL one (migrated beforehand, untimed), with everything stored and the
+folds and analyses done (the embedded default runs them in-process, before the command returns),
+beside a bare parser measured the same way: ``python -c`` that decodes every line of the same files
+with orjson (and with ``json``), interpreter start included, and ccusage when ``npx --no-install
+ccusage`` answers. ``--profile`` instead runs one ingest of that corpus under cProfile and prints
+the top functions. Not part of the test run.
 """
 
 from __future__ import annotations
@@ -36,12 +46,40 @@ def main() -> None:
         default="postgres://postgres@127.0.0.1:5432/postgres",
         help="A PostgreSQL server URL; a scratch database is created on it.",
     )
+    parser.add_argument(
+        "--only", choices=("dsh", "claude-code"), help="Run one of the two benchmarks (default: both)."
+    )
+    parser.add_argument(
+        "--claude-code-mb", type=float, default=16, help="Size of the Claude Code corpus in megabytes."
+    )
+    parser.add_argument("--runs", type=int, default=3, help="Claude Code timings: runs of each command.")
+    parser.add_argument(
+        "--profile", action="store_true", help="Profile one Claude Code ingest instead of timing it."
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(_child(Path(args.child))))
         return
+    if args.only != "claude-code":
+        _dsh_throughput(args)
+    if args.only != "dsh":
+        if not SHARED.is_dir():
+            print(f"(no Claude Code comparison: {SHARED} is absent)")
+            return
+        print()
+        from benchmarks.ingest_comparison import claude_code_comparison, claude_code_profile
 
+        target = int(args.claude_code_mb * 1_000_000)
+        if args.profile:
+            claude_code_profile(SHARED / "claude-code", target_bytes=target)
+        else:
+            claude_code_comparison(
+                SHARED / "claude-code", target_bytes=target, runs=args.runs, postgres=args.postgres
+            )
+
+
+def _dsh_throughput(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cachescope-bench-") as scratch:
         corpus = Path(scratch) / "corpus"
         from dashboard.demo import write_corpus
@@ -66,9 +104,6 @@ def main() -> None:
             )
             if result["errors"]:
                 print(f"  {result['errors']} errors: {result['first_errors']}")
-        if SHARED.is_dir():
-            print()
-            _shared_transcripts(Path(scratch))
 
 
 def _databases(postgres: str, scratch: Path) -> list[tuple[str, dict[str, str]]]:
@@ -120,7 +155,9 @@ def _setup_django() -> None:
     call_command("migrate", verbosity=0)
     from dashboard.services import followups
 
-    followups._FOLLOWUPS.clear()  # ingest alone: folds and analyses are measured by their own benchmarks
+    # Ingest alone: folds and analyses are measured by their own benchmarks.
+    followups._FOLLOWUP_MODULES.clear()
+    followups._FOLLOWUPS.clear()
 
 
 def _child(corpus: Path) -> dict[str, Any]:
@@ -154,42 +191,6 @@ def _uncompressed_bytes(corpus: Path) -> int:
         elif path.is_file():
             total += path.stat().st_size
     return total
-
-
-def _shared_transcripts(scratch: Path) -> None:
-    """Ingest of the real transcripts beside a plain parse of the same bytes, best of 5 each."""
-    os.environ["CACHESCOPE_DATA_DIR"] = str(scratch / "shared")
-    os.environ.pop("DATABASE_URL", None)
-    _setup_django()
-    from dashboard.models import Session
-    from dashboard.services.ingest import ingest_paths
-
-    files = sorted((SHARED / "claude-code").rglob("*.jsonl"))
-    size = sum(p.stat().st_size for p in files)
-
-    def parse() -> None:
-        for path in files:
-            with path.open("rb") as handle:
-                for line in handle:
-                    json.loads(line)
-
-    def ingest() -> None:
-        Session.objects.all().delete()
-        ingest_paths(paths=[SHARED / "claude-code"], source_name="shared")
-
-    parse_s = min(_timed(parse) for _ in range(5))
-    ingest_s = min(_timed(ingest) for _ in range(5))
-    print(f"shared Claude Code transcripts: {len(files)} files, {size / 1e6:.2f} MB")
-    print(f"  plain json.loads of every line: {parse_s * 1000:8.1f} ms")
-    print(
-        f"  ingest into SQLite:             {ingest_s * 1000:8.1f} ms  ({ingest_s / parse_s:.1f}x the parse)"
-    )
-
-
-def _timed(work: Any) -> float:
-    started = time.perf_counter()
-    work()
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

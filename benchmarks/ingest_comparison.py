@@ -1,0 +1,203 @@
+"""``manage.py ingest`` of real Claude Code transcripts beside a bare parser, as a user waits for each.
+
+Every command runs in a fresh process and is timed from outside (interpreter start included), run
+by run in turn, so a machine busy with other work slows each of them alike; the table shows the
+median wall time and the median CPU time (user + system) of the child, which another process on
+the machine disturbs less. The children write their bytecode to a scratch folder
+(``PYTHONPYCACHEPREFIX``) and run once untimed first, so the figures are those of an installed
+package, whose modules are compiled once, whatever ``PYTHONDONTWRITEBYTECODE`` says here.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.claude_code_corpus import Corpus, build_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH_DATABASE = "cachescope_ingestperf"
+
+_PARSE = """
+import sys, pathlib, {module}
+for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.jsonl")):
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                {module}.loads(line)
+"""
+
+
+@dataclass
+class Command:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    prepare: Callable[[], None] = lambda: None
+    """Untimed work before each run (a fresh database)."""
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    output: str = ""
+
+    def run(self) -> None:
+        self.prepare()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(self.argv, env=self.env, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode:
+            raise SystemExit(f"{self.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        self.walls.append(wall)
+        self.cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        self.output = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def claude_code_comparison(source: Path, *, target_bytes: int, runs: int, postgres: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="cachescope-cc-bench-") as scratch_name:
+        scratch = Path(scratch_name)
+        corpus = build_corpus(source, scratch / "claude", target_bytes=target_bytes)
+        _describe(corpus)
+        env = _child_env(scratch)
+        commands = [
+            Command("orjson parse (python -c)", _parse_argv("orjson", corpus), env),
+            Command("json parse (python -c)", _parse_argv("json", corpus), env),
+        ]
+        ccusage = _ccusage(corpus, env)
+        if ccusage:
+            commands.append(ccusage)
+        commands.append(_ingest_command("ingest, SQLite", corpus, env | _sqlite_env(scratch)))
+        pg_env = _postgres_env(postgres, scratch)
+        if pg_env:
+            commands.append(_ingest_command("ingest, PostgreSQL", corpus, env | pg_env))
+        for command in commands:
+            command.run()  # untimed: compiles the bytecode and warms the page cache
+            command.walls.clear()
+            command.cpus.clear()
+        for _ in range(runs):
+            for command in commands:
+                command.run()
+        _report(commands, runs, ccusage is not None)
+
+
+def _describe(corpus: Corpus) -> None:
+    print(
+        f"Claude Code corpus: {len(corpus.files)} files (the real transcripts copied {corpus.copies} times), "
+        f"{corpus.bytes / 1e6:.1f} MB"
+    )
+
+
+def _child_env(scratch: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
+    for name in ("PYTHONDONTWRITEBYTECODE", "DATABASE_URL", "CELERY_BROKER_URL", "PYTHONPROFILEIMPORTTIME"):
+        env.pop(name, None)
+    return env
+
+
+def _parse_argv(module: str, corpus: Corpus) -> list[str]:
+    return [sys.executable, "-c", _PARSE.format(module=module), str(corpus.projects)]
+
+
+def _ccusage(corpus: Corpus, env: dict[str, str]) -> Command | None:
+    npx = shutil.which("npx")
+    if npx is None:
+        print("(no ccusage run: npx is not installed)")
+        return None
+    probe = subprocess.run(
+        [npx, "--no-install", "ccusage", "--version"], env=env, capture_output=True, text=True, timeout=60
+    )
+    if probe.returncode:
+        print("(no ccusage run: `npx --no-install ccusage` is not available on this machine)")
+        return None
+    ccusage_env = env | {"CLAUDE_CONFIG_DIR": str(corpus.root)}
+    argv = [npx, "--no-install", "ccusage", "daily", "--offline", "--json"]
+    return Command(f"ccusage {probe.stdout.strip()}", argv, ccusage_env)
+
+
+def _sqlite_env(scratch: Path) -> dict[str, str]:
+    return {"CACHESCOPE_DATA_DIR": str(scratch / "sqlite")}
+
+
+def _postgres_env(server_url: str, scratch: Path) -> dict[str, str] | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(server_url, autocommit=True, connect_timeout=3):
+            pass
+    except Exception as error:
+        print(f"(no PostgreSQL run: {error})")
+        return None
+    url = server_url.rsplit("/", 1)[0] + "/" + SCRATCH_DATABASE
+    return {"CACHESCOPE_DATA_DIR": str(scratch / "pg"), "DATABASE_URL": url, "_SERVER_URL": server_url}
+
+
+def _ingest_command(name: str, corpus: Corpus, env: dict[str, str]) -> Command:
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    server_url = env.pop("_SERVER_URL", "")
+
+    def fresh_database() -> None:
+        if server_url:
+            import psycopg
+
+            with psycopg.connect(server_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {SCRATCH_DATABASE}")
+        else:
+            shutil.rmtree(env["CACHESCOPE_DATA_DIR"], ignore_errors=True)
+            Path(env["CACHESCOPE_DATA_DIR"]).mkdir(parents=True)
+        subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+
+    return Command(name, [*manage, "ingest", str(corpus.projects)], env, prepare=fresh_database)
+
+
+def _report(commands: list[Command], runs: int, with_ccusage: bool) -> None:
+    reference = commands[0]
+    ccusage = commands[2] if with_ccusage else None
+    print(f"median of {runs} runs each, interleaved; ratios of the median wall time")
+    header = f"{'command':<28} {'wall s':>8} {'cpu s':>7} {'x orjson':>9}"
+    print(header + (f" {'x ccusage':>10}" if ccusage else ""))
+    for command in commands:
+        wall, cpu = statistics.median(command.walls), statistics.median(command.cpus)
+        line = f"{command.name:<28} {wall:8.2f} {cpu:7.2f} {wall / statistics.median(reference.walls):9.1f}"
+        if ccusage:
+            line += f" {wall / statistics.median(ccusage.walls):10.2f}"
+        print(line)
+    for command in commands:
+        if command.name.startswith("ingest"):
+            print(f"  {command.name}: {command.output}")
+
+
+def claude_code_profile(source: Path, *, target_bytes: int, top: int = 30) -> None:
+    """One ingest of the corpus in this process under cProfile (Django started and migrated first)."""
+    with tempfile.TemporaryDirectory(prefix="cachescope-cc-profile-") as scratch_name:
+        scratch = Path(scratch_name)
+        corpus = build_corpus(source, scratch / "claude", target_bytes=target_bytes)
+        _describe(corpus)
+        os.environ["CACHESCOPE_DATA_DIR"] = str(scratch / "data")
+        os.environ.pop("DATABASE_URL", None)
+        os.environ.pop("CELERY_BROKER_URL", None)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        profile = cProfile.Profile()
+        started = time.perf_counter()
+        profile.runcall(call_command, "ingest", str(corpus.projects))
+        print(f"ingest took {time.perf_counter() - started:.2f} s under the profiler")
+        stats = pstats.Stats(profile, stream=sys.stdout).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(top)
+        stats.sort_stats("tottime").print_stats(top)
