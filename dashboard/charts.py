@@ -26,7 +26,8 @@ NOT_SHARED_COLOUR = "#c2413b"
 class RequestBar:
     """One request of a session as the requests chart shows it."""
 
-    ordinal: int
+    number: int
+    """The request's place in its session, from 1, as every page numbers requests."""
     url: str
     read: int | None
     write: int | None
@@ -40,7 +41,7 @@ class RequestBar:
 class CacheabilityBar:
     """Tokens of one request shared with the previous request of its lineage, per tier, and the rest."""
 
-    ordinal: int
+    number: int
     url: str
     shared: dict[str, int]
     rest: int
@@ -66,7 +67,7 @@ def session_requests_chart(bars: Sequence[RequestBar]) -> Figure:
     Material misses are marked above their bar. Every point carries its request's URL as
     ``customdata`` so a click opens the request.
     """
-    x = [bar.ordinal for bar in bars]
+    x = [bar.number for bar in bars]
     urls = [bar.url for bar in bars]
 
     def stack(name: str, values: list[int | None], colour: str) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def session_requests_chart(bars: Sequence[RequestBar]) -> Figure:
                 "type": "scatter",
                 "mode": "markers",
                 "name": "material miss",
-                "x": [bar.ordinal for bar in misses],
+                "x": [bar.number for bar in misses],
                 "y": [sum(v or 0 for v in (bar.read, bar.write, bar.uncached)) for bar in misses],
                 "customdata": [bar.url for bar in misses],
                 "text": [bar.label or "miss" for bar in misses],
@@ -121,7 +122,7 @@ def session_cacheability_chart(bars: Sequence[CacheabilityBar]) -> Figure:
     A stable system prompt and tool list show as a tall shared base; a per-turn change in the
     system prompt shows as a red bar that covers the whole history.
     """
-    x = [bar.ordinal for bar in bars]
+    x = [bar.number for bar in bars]
     urls = [bar.url for bar in bars]
     traces: list[dict[str, Any]] = [
         {

@@ -86,7 +86,7 @@ def explain_json(result: RequestResult) -> dict[str, JSON]:
     change = data["first_change"]
     short = None if change is None else {k: change[k] for k in ("position", "tier", "cause")}
     return {
-        "ordinal": data["ordinal"],
+        "number": data["ordinal"] + 1,  # the request's place in its session as the pages count, from 1
         "lineage": data["lineage"],
         "model": data["model"],
         "markers": markers,

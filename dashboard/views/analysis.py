@@ -102,7 +102,7 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
         write = None if write_5m is None and write_1h is None else (write_5m or 0) + (write_1h or 0)
         bars.append(
             RequestBar(
-                ordinal=ordinal,
+                number=ordinal + 1,
                 url=url,
                 read=read,
                 write=write,
@@ -115,7 +115,7 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
         if isinstance(tiers, dict):
             shares.append(
                 CacheabilityBar(
-                    ordinal=ordinal,
+                    number=ordinal + 1,
                     url=url,
                     shared={tier: int(share["shared"]) for tier, share in tiers.items()},
                     rest=sum(int(share["rest"]) for share in tiers.values()),

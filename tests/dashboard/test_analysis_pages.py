@@ -44,7 +44,8 @@ def test_the_requests_chart_stacks_reported_buckets_against_the_predicted_read(
     assert traces["predicted read"]["y"][0] == 0
     urls = [r.get_absolute_url() for r in Request.objects.filter(session=session).order_by("ordinal")]
     assert traces["cache read"]["customdata"] == urls
-    assert (traces["material miss"]["x"], traces["material miss"]["text"]) == ([2], ["edited"])
+    # Requests are numbered from 1, as every page counts them.
+    assert (traces["material miss"]["x"], traces["material miss"]["text"]) == ([3], ["edited"])
     assert traces["material miss"]["customdata"] == [urls[2]]
     page = response.content.decode()
     assert 'data-cache-chart="requests-chart-data"' in page

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import conversation
 
-PLACE = {"ordinal", "lineage", "model", "markers", "read_from"}
+PLACE = {"number", "lineage", "model", "markers", "read_from"}
 VERDICT = {
     "detail",
     "remedy",
@@ -40,7 +40,7 @@ def test_explain_prints_one_object_per_request_in_order(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "capture.jsonl", conversation())
     rows = explain_json(path)
 
-    assert [row["ordinal"] for row in rows] == [0, 1, 2]
+    assert [row["number"] for row in rows] == [1, 2, 3]
     for row in rows:
         assert set(row) == PLACE | {"first_change", "figures", "label"} | VERDICT
         assert set(row["figures"]) == FIGURES

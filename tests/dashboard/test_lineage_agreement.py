@@ -184,9 +184,9 @@ def test_explain_json_names_the_lineage_the_pages_show(tmp_path: Path) -> None:
     session = analysed_session(tmp_path)
     out = StringIO()
     call_command("explain", str(tmp_path / "capture.jsonl"), "--json", stdout=out, stderr=StringIO())
-    said = {row["ordinal"]: row["lineage"] for row in json.loads(out.getvalue())}
+    said = {row["number"]: row["lineage"] for row in json.loads(out.getvalue())}
 
-    assert said == {row.ordinal: row.current_lineage for row in requests_of(session)}
+    assert said == {row.number: row.current_lineage for row in requests_of(session)}
     assert sorted(said.values()) == sorted(EXPECTED.values())
 
 
@@ -230,13 +230,13 @@ def test_on_the_claude_trace_sample_every_reader_names_the_lineage_explain_gives
     session_analyse(session_id=session.pk)
     out = StringIO()
     call_command("explain", str(path), "--json", stdout=out, stderr=StringIO())
-    said = {row["ordinal"]: row["lineage"] for row in json.loads(out.getvalue())}
+    said = {row["number"]: row["lineage"] for row in json.loads(out.getvalue())}
     rows = requests_of(session)
     figures = session_request_figures(session=session)
     calls = session_calls_load(session_ids=[session.pk])[session.pk]
 
-    assert {row.ordinal: row.current_lineage for row in rows} == said
-    assert [call.lineage for call in calls] == [said[row.ordinal] for row in rows]
-    charted = {row.ordinal: figures[row.event_seq].lineage for row in rows if row.event_seq is not None}
+    assert {row.number: row.current_lineage for row in rows} == said
+    assert [call.lineage for call in calls] == [said[row.number] for row in rows]
+    charted = {row.number: figures[row.event_seq].lineage for row in rows if row.event_seq is not None}
     assert charted == said
     assert len({name for name in said.values() if name.startswith("side")}) > 1  # more than one purpose

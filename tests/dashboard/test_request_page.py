@@ -214,7 +214,7 @@ def test_a_read_of_another_sessions_prefix_links_the_request_that_wrote_it(viewe
 
     assert reader.analysis.predicted_read == 25_000
     assert reader.analysis.data["read_from"] == {"session": str(main.pk), "key": writer.key, "ordinal": 1}
-    assert f'href="{writer.get_absolute_url()}">request 1</a> of another session' in page
+    assert f'href="{writer.get_absolute_url()}">request 2</a> of another session' in page
     assert main.get_absolute_url() in page
     # Another source's session shares no cache with it: nothing is read across.
     assert Request.objects.get(session=elsewhere).analysis.data["read_from"] is None

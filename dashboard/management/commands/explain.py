@@ -89,7 +89,7 @@ def _row(result: RequestResult) -> str:
     if change is not None:
         what += f"; first change at {change['tier']}:{change['position']} ({change['cause']})"
     return (
-        f"{data['ordinal']:>4} {data['lineage']:8} {str(data['model'])[:28]:28} "
+        f"{data['ordinal'] + 1:>4} {data['lineage']:8} {str(data['model'])[:28]:28} "
         f"{_figure(figures['credited']):>9} {_figure(figures['wire_allows']):>9} "
         f"{_figure(figures['reported_read']):>9} {_figure(figures['predicted_read']):>9} "
         f"{_figure(figures['reported_write']):>9} {_figure(figures['predicted_write']):>9}  {what}"
