@@ -3,7 +3,7 @@
 The list page and its CSV and JSON exports share this one parse of the query string, so what is
 exported is exactly what is shown. Labels, causes, wasted tokens and costs are read from the
 columns the analysis stores beside each request (:class:`~dashboard.models.RequestAnalysis`); a
-request not analysed yet has none, and sorts after every request that has one, in both directions.
+request not analysed yet has none; sorting by a figure lists the requests that have it.
 
 ``since`` and ``until`` take ISO times (``2026-01-31``, ``2026-01-31T09:00``, with or without a
 zone; without one, the dashboard's own zone): ``since`` is inclusive and ``until`` exclusive, so
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, get_args
+from typing import get_args
 
-from django.db.models import F, Q, QuerySet, Value
-from django.db.models.functions import Coalesce
+from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
@@ -32,16 +31,27 @@ LABELS = frozenset(LABEL_MEANINGS)
 """The miss labels, without the ``@tier:position`` a ``prefix-changed`` label carries."""
 CAUSES = frozenset(get_args(CauseLabel))
 
-_WRITE = Coalesce(F("cache_write_5m_tokens"), Value(0)) + Coalesce(F("cache_write_1h_tokens"), Value(0))
-REQUEST_SORTS: dict[str, Any] = {
-    "started": F("started_at"),
-    "uncached": F("uncached_input_tokens"),
-    "read": F("cache_read_tokens"),
-    "predicted_read": F("analysis__predicted_read"),
-    "write": _WRITE,
-    "predicted_write": F("analysis__predicted_write"),
-    "wasted": F("analysis__wasted_tokens"),
-    "cost": F("analysis__cost"),
+
+@dataclass(frozen=True, slots=True)
+class Sort:
+    """A sortable column: the field, and the field that breaks its ties, both of one table, so a
+    page of a fleet's requests is read off an index ((column, id) on that table) and never sorted whole.
+
+    ``figure``: a column only some requests have (usage a log did not report, an analysis not run
+    yet, a model without a price); sorting by it lists the requests that have it.
+    """
+
+    column: str
+    tie: str = "id"
+    figure: bool = True
+
+
+REQUEST_SORTS: dict[str, Sort] = {
+    "started": Sort("started_at", figure=False),
+    "uncached": Sort("uncached_input_tokens"),
+    "read": Sort("cache_read_tokens"),
+    "wasted": Sort("analysis__wasted_tokens", tie="analysis__request"),
+    "cost": Sort("analysis__cost", tie="analysis__request"),
 }
 DEFAULT_SORT = "-started"
 SORTS = frozenset(REQUEST_SORTS) | {f"-{key}" for key in REQUEST_SORTS}
@@ -119,10 +129,17 @@ class RequestFilters:
 
     def ordered(self, requests: QuerySet[Request]) -> QuerySet[Request]:
         """``requests`` filtered and sorted with the id as tie-breaker, as the pages and exports see them."""
-        key = REQUEST_SORTS[self.sort.lstrip("-")]
+        sort = self.sort_column
+        requests = self.apply(requests)
+        if sort.figure:
+            requests = requests.filter(**{f"{sort.column}__isnull": False})
         if self.descending:
-            return self.apply(requests).order_by(key.desc(nulls_last=True), "-id")
-        return self.apply(requests).order_by(key.asc(nulls_last=True), "id")
+            return requests.order_by(F(sort.column).desc(), F(sort.tie).desc())
+        return requests.order_by(F(sort.column).asc(), F(sort.tie).asc())
+
+    @property
+    def sort_column(self) -> Sort:
+        return REQUEST_SORTS[self.sort.lstrip("-")]
 
     @property
     def active(self) -> bool:

@@ -102,9 +102,10 @@ class RequestAnalysis(models.Model):
             models.Index(fields=["session", "material"], name="analysis_session_material"),
             models.Index(fields=["label"], name="analysis_label"),
             models.Index(fields=["cause"], name="analysis_cause"),
-            # The requests list filters and sorts by these.
-            models.Index(fields=["wasted_tokens"], name="analysis_wasted"),
-            models.Index(fields=["cost"], name="analysis_cost"),
+            # The requests list filters by these and reads its pages sorted by them off the index,
+            # the request breaking ties (dashboard.request_listing).
+            models.Index(fields=["wasted_tokens", "request"], name="analysis_wasted_request"),
+            models.Index(fields=["cost", "request"], name="analysis_cost_request"),
         ]
 
     def __str__(self) -> str:

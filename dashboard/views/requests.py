@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django.core.paginator import Paginator
@@ -19,8 +20,24 @@ from dashboard.views.sessions import known_models
 from projections.cache.verdict import label_meaning
 
 REQUESTS_PER_PAGE = 100
+LISTED_REQUESTS_CAP = 10_000
+"""The most matches the list pages through: counting a fleet's million requests, or skipping to
+the last of its pages, would take seconds. The exports hold every match."""
 LISTED_REQUEST_FIELDS_SKIPPED = ("params", "units", "markers", "render_warnings", "usage_raw")
 """What the list never shows and is the bulk of a row: a body's units and markers."""
+
+
+class CappedPaginator(Paginator):  # type: ignore[type-arg]
+    """A paginator over at most :data:`LISTED_REQUESTS_CAP` rows, counted without reading the rest:
+    ``capped`` says more matched."""
+
+    capped = False
+
+    @cached_property
+    def count(self) -> int:
+        found = self.object_list.order_by()[: LISTED_REQUESTS_CAP + 1].count()
+        self.capped = found > LISTED_REQUESTS_CAP
+        return min(found, LISTED_REQUESTS_CAP)
 
 
 def listed_requests() -> QuerySet[Request]:
@@ -44,7 +61,7 @@ def listed_requests() -> QuerySet[Request]:
 def requests_page(params: QueryDict) -> dict[str, Any]:
     """The filtered, sorted page of requests the list shows, with the filters echoed back."""
     filters = RequestFilters.from_query(params)
-    page = Paginator(filters.ordered(listed_requests()), REQUESTS_PER_PAGE).get_page(params.get("page"))
+    page = CappedPaginator(filters.ordered(listed_requests()), REQUESTS_PER_PAGE).get_page(params.get("page"))
     for call in page:
         call.cost_display = usd(call.cost)
         call.label_meaning = label_meaning(call.miss_label)

@@ -123,9 +123,6 @@ SORTS: dict[str, Any] = {
     "started": lambda c: c.started_at,
     "uncached": lambda c: c.uncached_input_tokens,
     "read": lambda c: c.cache_read_tokens,
-    "write": lambda c: c.cache_write_5m_tokens,
-    "predicted_read": lambda c: None if c.ordinal % 5 == 4 else 1_000 + (c.ordinal * 7) % 50,
-    "predicted_write": lambda c: None if c.ordinal % 5 == 4 else (c.ordinal * 3) % 40,
     "wasted": lambda c: None if c.ordinal % 5 == 4 else (c.ordinal * 131) % 1_009,
     "cost": lambda c: None if c.ordinal % 5 == 4 else Decimal((c.ordinal * 17) % 23) / 1000,
 }
@@ -133,21 +130,41 @@ SORTS: dict[str, Any] = {
 
 @pytest.mark.parametrize("descending", [True, False])
 @pytest.mark.parametrize("key", sorted(SORTS))
-def test_each_sort_orders_the_list_with_unanalysed_requests_last(
+def test_each_sort_orders_the_requests_that_have_the_figure(
     viewer_client: Client, key: str, descending: bool
 ) -> None:
     calls = fleet(20)
     value = SORTS[key]
-    known = [c for c in calls if value(c) is not None]
-    unknown = [c for c in calls if value(c) is None]
-    # The id breaks ties, in the direction of the sort.
-    known.sort(key=lambda c: (value(c), c.pk), reverse=descending)
-    unknown.sort(key=lambda c: c.pk, reverse=descending)
+    # The id breaks ties, in the direction of the sort; a request not analysed has no waste or cost.
+    known = sorted(
+        (c for c in calls if value(c) is not None), key=lambda c: (value(c), c.pk), reverse=descending
+    )
     sort = f"-{key}" if descending else key
     response = viewer_client.get(URL, {"sort": sort})
-    assert keys(response) == [c.key for c in known + unknown]
+    assert keys(response) == [c.key for c in known]
     state = "descending" if descending else "ascending"
     assert f'aria-sort="{state}"' in response.content.decode()
+
+
+def test_a_request_without_a_reported_figure_is_left_out_of_that_sort_only(viewer_client: Client) -> None:
+    fleet(5)
+    Request.objects.filter(key="k2").update(uncached_input_tokens=None)
+    assert "k2" not in keys(viewer_client.get(URL, {"sort": "-uncached"}))
+    assert "k2" in keys(viewer_client.get(URL, {"sort": "-read"}))
+
+
+def test_a_list_past_the_cap_says_so_and_pages_through_the_first_matches(
+    viewer_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("dashboard.views.requests.LISTED_REQUESTS_CAP", 150)
+    fleet(2 * REQUESTS_PER_PAGE)
+    response = viewer_client.get(URL, {"page": "9"})
+    page = response.content.decode()
+    assert "More than 150 requests; the pages hold the first 150" in page
+    assert response.context["page"].number == 2
+    assert len(keys(response)) == 50
+    rows = export(viewer_client, "json", {})
+    assert len(rows) == 2 * REQUESTS_PER_PAGE  # the export holds every match
 
 
 def test_the_default_order_is_newest_first(viewer_client: Client) -> None:
@@ -199,7 +216,8 @@ def test_the_filtered_list_is_paged_and_its_pages_keep_the_filters(viewer_client
     page = first.content.decode()
     assert 'href="?source=farm&amp;sort=-wasted&amp;page=2"' in page
     walked = every_key(viewer_client, params)
-    assert len(walked) == len(set(walked)) == Request.objects.filter(session__source__name="farm").count()
+    analysed = Request.objects.filter(session__source__name="farm", analysis__isnull=False)
+    assert len(walked) == len(set(walked)) == analysed.count()
 
 
 def test_a_sort_header_keeps_the_filters_and_starts_again_at_page_one(viewer_client: Client) -> None:
