@@ -44,7 +44,7 @@ ANTHROPIC_MODELS = (
 )
 OPENAI_MODELS = (("gpt-4.1", 0.6), ("gpt-4.1-mini", 0.4))
 CLIENT_RELEASES = ("1.0.88", "1.0.102", "2.0.5", "2.0.14", "2.0.31")
-WARNING_KINDS = ("unexplained-miss", "over-credit", "render-mismatch", "marker-limit", "host-log")
+WARNING_KINDS = ("unexplained-miss", "over-credit", "render-mismatch", "marker-limit", "provider-disagrees")
 TASKS = (
     "Fix the flaky socket test",
     "Add a migration for the session index",
@@ -314,7 +314,10 @@ REQUEST_COLUMNS = (
     "uncached_input_tokens", "cache_read_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens",
     "output_tokens", "usage_convention", "usage_raw", "client_version", "chain", "provider_miss_reason",
 )  # fmt: skip
-WARNING_COLUMNS = ("session_id", "kind", "place", "message", "count", "first_seen", "last_seen")
+WARNING_COLUMNS = (
+    "session_id", "kind", "place", "message", "count", "first_seen", "last_seen",
+    "happened_at", "tokens_at_stake", "cost_at_stake",
+)  # fmt: skip
 EVENT_COLUMNS = ("session_id", "seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
 
 
@@ -365,10 +368,12 @@ def _session_rows(
         writes=totals[2] + totals[3] if reported else None,
     )
     warning_count = rng.choice((1, 1, 2, 3, 6)) if rng.random() < 0.12 else 0
-    warnings = [
-        (plan.id, kind, f"request {rng.randrange(plan.requests)} #{n}", f"{kind} here", 1, started, started)
-        for n, kind in enumerate(rng.choices(WARNING_KINDS, k=warning_count))
-    ]
+    warnings = []
+    for n, kind in enumerate(rng.choices(WARNING_KINDS, k=warning_count)):
+        stake = rng.randrange(200_000)  # tokens at stake, priced at Sonnet's input less its read
+        place = f"request {rng.randrange(plan.requests)} #{n}"
+        cost = round(stake * 2.7e-6, 8)
+        warnings.append((plan.id, kind, place, f"{kind} here", 1, started, started, started, stake, cost))
     ended = started + timedelta(seconds=plan.requests * step_s)
     models_used = ",".join(dict.fromkeys(m for m in (main_model, side_model) if m))
     session = (
