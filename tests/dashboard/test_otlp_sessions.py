@@ -89,6 +89,8 @@ def test_a_telemetry_session_page_shows_its_hit_rate_cost_and_verdicts() -> None
     assert Warning.objects.filter(session=session, kind=Warning.Kind.UNEXPLAINED_MISS).exists()
     assert "unexplained-miss" in page
     assert "unexplained" in request_page
+    # Claude Code's own estimate of the call's cost and duration, beside the price table's.
+    assert "<th><code>cost_usd</code></th><td>0.0123</td>" in request_page
     assert "user.email=ana@example.com" in page
 
 
