@@ -98,6 +98,12 @@ class Request(models.Model):
             models.Index(fields=["session", "ordinal"], name="request_session_ordinal"),
             models.Index(fields=["started_at"], name="request_started"),
             models.Index(fields=["client_version"], name="request_client_version"),
+            # The few requests whose response stated a cache-miss reason, for the overview's panel.
+            models.Index(
+                fields=["started_at"],
+                name="request_stated_miss",
+                condition=~models.Q(provider_miss_reason=""),
+            ),
             # The requests list's pages sorted by these figures are read off the index.
             models.Index(fields=["uncached_input_tokens", "id"], name="request_uncached_id"),
             models.Index(fields=["cache_read_tokens", "id"], name="request_read_id"),
@@ -105,10 +111,15 @@ class Request(models.Model):
         ordering = ["session", "ordinal"]
 
     def __str__(self) -> str:
-        return f"{self.session_id}/{self.ordinal} {self.model}"
+        return f"{self.session_id}/{self.number} {self.model}"
 
     def get_absolute_url(self) -> str:
         return reverse("dashboard:request", args=[self.pk])
+
+    @property
+    def number(self) -> int:
+        """The request's place in its session as people count, from 1; ``ordinal`` is stored from 0."""
+        return self.ordinal + 1
 
     @property
     def current_lineage(self) -> str:
