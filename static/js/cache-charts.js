@@ -12,7 +12,7 @@
   }
 
   function draw(root) {
-    if (typeof Plotly === "undefined" || !window.CachescopeCharts) { return; }
+    if (!window.CachescopeCharts) { return; }
     root.querySelectorAll("[data-cache-chart]").forEach(function (element) {
       var source = document.getElementById(element.dataset.cacheChart);
       if (!source || element.dataset.drawn) { return; }

@@ -1,6 +1,7 @@
 // What every chart shares: plotly's options, colours read from the page's CSS variables (so a chart
-// follows the light or dark theme the system asks for), and drawing a chart only once it nears the
-// screen. charts.js and cache-charts.js call CachescopeCharts.draw for each chart element.
+// follows the light or dark theme the system asks for), and loading plotly.js and drawing a chart
+// only once it nears the screen. charts.js and cache-charts.js call CachescopeCharts.draw for each
+// chart element.
 (function () {
   "use strict";
 
@@ -56,6 +57,30 @@
     return value;
   }
 
+  // plotly.js (1.2 MB, a second of parsing on a busy machine) loads only once a chart nears the
+  // screen, so a page's text is read before it and a page with no chart in view never loads it.
+  // base.html names the bundle on this script's tag.
+  var PLOTLY_URL = document.currentScript && document.currentScript.dataset.plotly;
+  var plotlyReady = null;
+
+  function loadPlotly() {
+    if (!plotlyReady) {
+      plotlyReady = new Promise(function (resolve, reject) {
+        if (window.Plotly) { resolve(); return; }
+        // A page may still include the bundle itself; then wait for that copy.
+        var script = document.querySelector("script[src*='/plotly']");
+        if (!script) {
+          script = document.createElement("script");
+          script.src = PLOTLY_URL;
+          document.head.appendChild(script);
+        }
+        script.addEventListener("load", function () { resolve(); });
+        script.addEventListener("error", function () { reject(new Error("plotly.js did not load from " + script.src)); });
+      });
+    }
+    return plotlyReady;
+  }
+
   var pending = [];
   var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
     entries.forEach(function (entry) {
@@ -79,7 +104,7 @@
     if (element.dataset.drawn) { return; }
     element.dataset.drawn = "pending";
     var plot = function () {
-      paint(element, figure).then(function () {
+      loadPlotly().then(function () { return paint(element, figure); }).then(function () {
         element.dataset.drawn = "yes";
         element.cachescopeFigure = figure;
         if (then) { then(element); }
@@ -94,7 +119,7 @@
   if (dark && dark.addEventListener) {
     dark.addEventListener("change", function () {
       document.querySelectorAll(".js-plotly-plot").forEach(function (element) {
-        if (element.cachescopeFigure) { paint(element, element.cachescopeFigure); }
+        if (element.cachescopeFigure && window.Plotly) { paint(element, element.cachescopeFigure); }
       });
     });
   }

@@ -4,7 +4,7 @@
   "use strict";
 
   function draw(root) {
-    if (typeof Plotly === "undefined" || !window.CachescopeCharts) { return; }
+    if (!window.CachescopeCharts) { return; }
     root.querySelectorAll("[data-chart]").forEach(function (element) {
       var source = document.getElementById(element.dataset.chart);
       if (!source || element.dataset.drawn) { return; }
