@@ -241,9 +241,13 @@ def test_a_stored_session_is_priced_from_its_requests_in_order() -> None:
 
 @pytest.mark.django_db
 def test_session_pages_and_the_overview_show_costs(viewer_client: Client) -> None:
-    _session_with_requests()
+    session = _session_with_requests()
     listing = viewer_client.get(reverse("dashboard:sessions"))
     assert b"$0.00846" in listing.content
+    # One style on every page: three significant figures below a dollar, never four decimals.
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "$0.00846</span>" in page
+    assert "$0.0085" not in page
     rollups_rebuild()
     overview = viewer_client.get(reverse("dashboard:overview"))
     assert b"$0.00846" in overview.content
