@@ -36,6 +36,9 @@ def events_page(session: Session, params: QueryDict) -> dict[str, Any]:
     items = timeline_items(rows[:EVENTS_PER_PAGE])
     if len(items) > ITEMS_PER_PAGE:
         following, items = items[ITEMS_PER_PAGE].seq, items[:ITEMS_PER_PAGE]
+    if following is not None and len(items) > 1 and items[-1].chunks and items[-1].own_events == []:
+        # A stream the page cut before its message: the next page shows it folded into the reply.
+        following = items.pop().seq
     for item in items:
         for event in item.events:
             event.raw = raw_json(event)  # type: ignore[attr-defined]

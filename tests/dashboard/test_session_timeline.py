@@ -136,3 +136,16 @@ def test_a_long_session_is_paged_and_more_appends_the_next_items(
     assert f"question {ITEMS_PER_PAGE}<" in more
     assert "question 0<" not in more
     assert "<section" not in more
+
+
+def test_a_stream_the_page_would_cut_before_its_message_starts_the_next_page(
+    viewer_client: Client, session: Session
+) -> None:
+    question = Event(session=session, seq=0, type="user/message", data={"content": "Why?"})
+    stream = [
+        Event(session=session, seq=seq, type="assistant/chunk", data=chunk("w")) for seq in range(1, 260)
+    ]
+    Event.objects.bulk_create([question, *stream])
+    context = viewer_client.get(session.get_absolute_url()).context
+    assert [item.kind for item in context["timeline"]] == ["user"]
+    assert context["events_next"] == 1
