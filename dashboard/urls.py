@@ -27,6 +27,7 @@ app_name = "dashboard"
 
 dashboard_patterns = [
     path("", overview.overview, name="overview"),
+    path("overview/wasted-writes/", overview.wasted_writes, name="overview_wasted"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/export.<str:fmt>", session_export.session_export, name="sessions_export"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session"),

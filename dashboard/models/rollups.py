@@ -18,7 +18,8 @@ from projections.hit_rate import hit_rate
 
 
 class UsageRollup(models.Model):
-    """The usage of one source's requests to one model whose start falls in one hour or one day (UTC)."""
+    """The usage of one source's requests to one model from one client release whose start falls in
+    one hour or one day (UTC)."""
 
     class Granularity(models.TextChoices):
         HOUR = "hour"
@@ -28,6 +29,7 @@ class UsageRollup(models.Model):
     bucket_start = models.DateTimeField()
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="usage_rollups")
     model = models.CharField(max_length=120, blank=True)
+    client_version = models.CharField(max_length=60, blank=True)
     requests = models.PositiveIntegerField(default=0)
     cache_reported = models.PositiveIntegerField(
         default=0, help_text="Requests that reported a cache read or write figure (the hit rate needs one)."
@@ -41,7 +43,8 @@ class UsageRollup(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["granularity", "bucket_start", "source", "model"], name="usage_rollup_unique_bucket"
+                fields=["granularity", "bucket_start", "source", "model", "client_version"],
+                name="usage_rollup_unique_bucket",
             )
         ]
         indexes = [models.Index(fields=["granularity", "bucket_start"], name="usage_rollup_bucket")]

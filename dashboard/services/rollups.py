@@ -123,7 +123,7 @@ def _ranges(starts: list[datetime], width: timedelta, field: str) -> Q:
 def _hour_rows(requests: QuerySet[Request]) -> list[UsageRollup]:
     rows = (
         requests.annotate(hour=TruncHour("started_at", tzinfo=UTC))
-        .values("hour", "session__source_id", "model")
+        .values("hour", "session__source_id", "model", "client_version")
         .annotate(**REQUEST_SUMS)
         .order_by()
     )
@@ -133,6 +133,7 @@ def _hour_rows(requests: QuerySet[Request]) -> list[UsageRollup]:
             bucket_start=hour_of(row["hour"]),
             source_id=row["session__source_id"],
             model=row["model"],
+            client_version=row["client_version"],
             requests=row["requests"],
             cache_reported=row["cache_reported"],
             **{name: row[name] for name in TOKEN_FIELDS},
@@ -142,13 +143,17 @@ def _hour_rows(requests: QuerySet[Request]) -> list[UsageRollup]:
 
 
 def _day_rows(hours: Iterable[UsageRollup]) -> list[UsageRollup]:
-    days: dict[tuple[datetime, int, str], UsageRollup] = {}
+    days: dict[tuple[datetime, int, str, str], UsageRollup] = {}
     for hour in hours:
-        key = (day_of(hour.bucket_start), hour.source_id, hour.model)
+        key = (day_of(hour.bucket_start), hour.source_id, hour.model, hour.client_version)
         day = days.get(key)
         if day is None:
             day = days[key] = UsageRollup(
-                granularity=UsageRollup.Granularity.DAY, bucket_start=key[0], source_id=key[1], model=key[2]
+                granularity=UsageRollup.Granularity.DAY,
+                bucket_start=key[0],
+                source_id=key[1],
+                model=key[2],
+                client_version=key[3],
             )
         day.requests += hour.requests
         day.cache_reported += hour.cache_reported

@@ -13,8 +13,15 @@ from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sour
 from dashboard.models import Request, RequestAnalysis, Session, Warning
 from dashboard.services.costs import sessions_cost_compute
 from dashboard.time_range import DEFAULT_RANGE, TimeWindow
-from dashboard.views.client_versions import hit_rate_by_client_version
-from dashboard.views.fleet_usage import FleetUsage, Usage, fleet_usage, fleet_window
+from dashboard.views.fleet_usage import (
+    ActiveSessions,
+    FleetUsage,
+    Usage,
+    active_sessions_count,
+    client_version_rows,
+    fleet_usage,
+    fleet_window,
+)
 from projections.provider_diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
@@ -55,6 +62,7 @@ def misses_by_provider_reason(window: TimeWindow | None = None) -> list[dict[str
     one that could not compare (``previous_message_not_found``, ``unavailable``) is counted under
     that word, so a fleet that asks for diagnostics in vain shows it.
     """
+    # Excluding "" on its own lets the database read the partial index of requests with a reason.
     stated = Request.objects.exclude(provider_miss_reason="").exclude(provider_miss_reason=PROVIDER_HIT)
     return list(
         in_window(stated, window)
@@ -114,12 +122,16 @@ def top_rewriters(window: TimeWindow | None) -> list[dict[str, Any]]:
     ]
 
 
-def fleet_cache_context(usage: FleetUsage | None = None) -> dict[str, Any]:
+def fleet_cache_context(
+    usage: FleetUsage | None = None, active: ActiveSessions | None = None
+) -> dict[str, Any]:
     """Every fleet panel over ``usage``'s window (the default range's when not given)."""
     if usage is None:
         window = fleet_window(DEFAULT_RANGE)
         usage = fleet_usage(window) if window is not None else None
     window = usage.window if usage is not None else None
+    if active is None and window is not None:
+        active = active_sessions_count(window)
     points = bucket_points(usage, usage.by_bucket) if usage is not None and usage.total.requests else []
     by_source = (
         {source: bucket_points(usage, buckets, source) for source, buckets in usage.by_source_bucket.items()}
@@ -138,9 +150,8 @@ def fleet_cache_context(usage: FleetUsage | None = None) -> dict[str, Any]:
         "fleet_sources_chart": fleet_sources_chart(by_source, step=step) if by_source else None,
         "warnings_chart": warnings_by_kind_chart(kinds) if kinds else None,
         "recent_misses": list(misses),
-        "wasters": top_wasted_writes(window),
         "provider_reasons": misses_by_provider_reason(window),
-        "client_versions": hit_rate_by_client_version(window),
+        "client_versions": client_version_rows(usage, active) if usage is not None and active else [],
         "fleet_points": [point for point in points if point.requests],
         "rewriters": top_rewriters(window),
     }

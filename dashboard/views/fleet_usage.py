@@ -19,6 +19,8 @@ from django.urls import reverse
 from dashboard.models import Session, Source, UsageRollup
 from dashboard.services.costs import Tokens, price_match, prices_load, usage_cost
 from dashboard.time_range import Step, TimeWindow, time_window
+from dashboard.views.client_versions import ClientVersionRow
+from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
 
 
@@ -72,6 +74,7 @@ class FleetUsage:
     by_bucket: dict[datetime, Usage] = field(default_factory=dict)
     by_source_bucket: dict[str, dict[datetime, Usage]] = field(default_factory=lambda: defaultdict(dict))
     by_source_model: dict[tuple[int, str], Usage] = field(default_factory=dict)
+    by_client_version: dict[str, Usage] = field(default_factory=dict)
 
     def requests_url(self, bucket: datetime, source: str = "") -> str:
         """The requests list narrowed to one bucket (and one source): what a chart's point stands for."""
@@ -104,6 +107,7 @@ def fleet_usage(window: TimeWindow) -> FleetUsage:
         "source_id",
         "source__name",
         "model",
+        "client_version",
         "requests",
         "cache_reported",
         "uncached_input_tokens",
@@ -113,13 +117,15 @@ def fleet_usage(window: TimeWindow) -> FleetUsage:
         "output_tokens",
     )
     usage = FleetUsage(window=window)
-    for start, source_id, source, model, *figures in rows.order_by():
+    for start, source_id, source, model, client_version, *figures in rows.order_by():
         row = Usage(*figures)
         bucket = window.step.floor(start)
         usage.total.add(row)
         usage.by_bucket.setdefault(bucket, Usage()).add(row)
         usage.by_source_bucket[source].setdefault(bucket, Usage()).add(row)
         usage.by_source_model.setdefault((source_id, model), Usage()).add(row)
+        if client_version:
+            usage.by_client_version.setdefault(client_version, Usage()).add(row)
     return usage
 
 
@@ -133,19 +139,37 @@ class SourceRow:
     cost: Decimal | None
 
 
-def source_rows(usage: FleetUsage) -> tuple[list[SourceRow], Decimal | None, dict[str, int]]:
-    """Per source: the sessions active in the window, its usage and cost; the fleet's cost; and the
-    fleet's session and event counts in the window."""
-    window = usage.window
+@dataclass(frozen=True, slots=True)
+class ActiveSessions:
+    """The sessions active in a window, counted by source and by client release."""
+
+    by_source: dict[int, int]
+    by_client_version: dict[str, int]
+    sessions: int
+    events: int
+
+
+def active_sessions_count(window: TimeWindow) -> ActiveSessions:
+    """Count the sessions active in ``window`` (started before its end, last active after its start)
+    per source and per client release, with their events, in one aggregate query."""
     active = Session.objects.filter(last_activity__gte=window.start).filter(
         Q(started_at__lt=window.end) | Q(started_at__isnull=True)
     )
-    counts = {
-        row["source_id"]: row
-        for row in active.values("source_id")
-        .annotate(sessions=Count("id"), events=Sum("event_count"))
-        .order_by()
-    }
+    by_source: dict[int, int] = defaultdict(int)
+    by_client: dict[str, int] = defaultdict(int)
+    sessions = events = 0
+    rows = active.values_list("source_id", "client_version").annotate(Count("id"), Sum("event_count"))
+    for source_id, client_version, count, event_count in rows.order_by():
+        by_source[source_id] += count
+        if client_version:
+            by_client[client_version] += count
+        sessions += count
+        events += event_count or 0
+    return ActiveSessions(dict(by_source), dict(by_client), sessions, events)
+
+
+def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceRow], Decimal | None]:
+    """Per source: the sessions active in the window, its usage and cost; and the fleet's cost."""
     prices = prices_load()
     per_source: dict[int, Usage] = defaultdict(Usage)
     costs: dict[int, Decimal] = {}
@@ -156,18 +180,29 @@ def source_rows(usage: FleetUsage) -> tuple[list[SourceRow], Decimal | None, dic
             costs[source_id] = costs.get(source_id, Decimal(0)) + usage_cost(
                 tokens=figures.tokens, price=price
             )
-    shown = set(per_source) | set(counts)
+    shown = set(per_source) | set(active.by_source)
     rows = [
         SourceRow(
             source=source,
-            sessions=counts.get(source.pk, {}).get("sessions", 0),
+            sessions=active.by_source.get(source.pk, 0),
             usage=per_source.get(source.pk, Usage()),
             cost=costs.get(source.pk),
         )
         for source in Source.objects.filter(pk__in=shown).order_by("name")
     ]
-    totals = {
-        "sessions": sum(row["sessions"] for row in counts.values()),
-        "events": sum(row["events"] or 0 for row in counts.values()),
-    }
-    return rows, (sum(costs.values(), Decimal(0)) if costs else None), totals
+    return rows, (sum(costs.values(), Decimal(0)) if costs else None)
+
+
+def client_version_rows(usage: FleetUsage, active: ActiveSessions) -> list[ClientVersionRow]:
+    """Per client release seen in the window: the sessions that last ran it and its requests' usage."""
+    rows = [
+        ClientVersionRow(
+            client_version=name,
+            sessions=active.by_client_version.get(name, 0),
+            requests=figures.requests,
+            prompt_tokens=figures.prompt,
+            hit_rate=figures.hit_rate,
+        )
+        for name, figures in usage.by_client_version.items()
+    ]
+    return sorted(rows, key=lambda row: version_sort_key(row.client_version))

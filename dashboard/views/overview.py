@@ -3,12 +3,14 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import IngestJob, Session, Warning
 from dashboard.services.costs import usd
 from dashboard.time_range import RANGE_LABELS, RANGES, range_name
-from dashboard.views.fleet_cache import fleet_cache_context
-from dashboard.views.fleet_usage import fleet_usage, fleet_window, source_rows
+from dashboard.views.fleet_cache import fleet_cache_context, top_wasted_writes
+from dashboard.views.fleet_usage import active_sessions_count, fleet_usage, fleet_window, source_rows
+from dashboard.views.htmx import HtmxHttpRequest
 
 
 @require_GET
@@ -23,10 +25,12 @@ def overview(request: HttpRequest) -> HttpResponse:
     )
     totals.update(hit_rate=None, cost=usd(None))
     sources = []
-    if usage is not None:
-        sources, cost, counts = source_rows(usage)
-        totals.update(counts)
+    active = active_sessions_count(window) if window is not None else None
+    if usage is not None and active is not None:
+        sources, cost = source_rows(usage, active)
         totals.update(
+            sessions=active.sessions,
+            events=active.events,
             requests=usage.total.requests,
             uncached=usage.total.uncached,
             read=usage.total.read,
@@ -44,6 +48,22 @@ def overview(request: HttpRequest) -> HttpResponse:
         "recent_sessions": Session.objects.select_related("source")[:8],
         "recent_warnings": Warning.objects.select_related("session")[:5],
         "recent_jobs": IngestJob.objects.all()[:5],
-        **fleet_cache_context(usage),
+        **fleet_cache_context(usage, active),
     }
     return render(request, "dashboard/overview.html", context)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def wasted_writes(request: HtmxHttpRequest) -> HttpResponse:
+    """The sessions of the range whose cache writes were most often never read back.
+
+    Their waste needs every request of each candidate in order, which costs more than the rest of
+    the overview together, so the overview loads this panel on its own once it is in view (or by a
+    link, without JavaScript).
+    """
+    chosen = range_name(request.GET.get("range"))
+    window = fleet_window(chosen)
+    template = "dashboard/overview_wasted.html" + ("#fleet-wasted" if request.htmx else "")
+    context = {"range": chosen, "window": window, "wasters": top_wasted_writes(window) if window else []}
+    return render(request, template, context)

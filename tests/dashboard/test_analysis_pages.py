@@ -177,7 +177,10 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
     chart = response.context["fleet_sources_chart"]
     names = [trace["name"] for trace in chart["data"]]
     assert {"farm uncached", "farm hit rate", f"{session.source.name} uncached"} <= set(names)
-    wasters = response.context["wasters"]
+    assert reverse("dashboard:overview_wasted") in response.content.decode()  # loaded once in view
+    fragment = viewer_client.get(reverse("dashboard:overview_wasted"), HTTP_HX_REQUEST="true")
+    assert fragment.content.decode().lstrip().startswith('<section class="card" id="fleet-wasted"')
+    wasters = viewer_client.get(reverse("dashboard:overview_wasted")).context["wasters"]
     assert wasters[0]["session"] == wasteful
     assert wasters[0]["tokens"] == 20_000  # neither write was read back within its TTL
     kinds = dict(
