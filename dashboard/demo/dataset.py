@@ -1,4 +1,10 @@
-"""The demo dataset: about 30 sessions from three hosts, in every format Cachescope reads."""
+"""The demo dataset: about 30 sessions from three hosts, in every format Cachescope reads, spread
+over six weeks so the overview shows days with and without work from the first start.
+
+Each session keeps its time of day and is moved by whole days (:data:`DAY`); a subagent keeps its
+parent's day. The days are fixed, not counted back from today, so the same seed writes the same
+bytes on any day; the overview's range ends at the newest data, so the demo opens on its last month.
+"""
 
 from __future__ import annotations
 
@@ -45,6 +51,9 @@ from dashboard.demo.scenarios import (
 )
 
 BUILD_FARM, LAPTOP, RESEARCH = pools.SOURCES
+DAY = 86_400
+SPAN_DAYS = 42
+"""Six weeks from the first session's day to the last's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +124,7 @@ def _write_dsh(root: Path, rng: random.Random, caches: dict[str, AnthropicCache]
     files: list[ManifestFile] = []
     ids = [pools.uuid4(rng) for _ in DSH_SPECS]
     for index, spec in enumerate(DSH_SPECS):
-        start = at(3600 * 2 + index * 1500)
+        start = at(DAY * _dsh_day(index) + 3600 * 2 + index * 1500)
         parent = ids[spec.parent_index] if spec.parent_index is not None else None
         log = DshLog(
             session_id=ids[index],
@@ -137,6 +146,12 @@ def _write_dsh(root: Path, rng: random.Random, caches: dict[str, AnthropicCache]
             write_projcache(directory, log)
         files.append(ManifestFile(_rel(root, path), spec.source, "dsh", (_dsh_expected(log, spec),)))
     return files
+
+
+def _dsh_day(index: int) -> int:
+    """Every other day for the dsh sessions; a subagent on its parent's day."""
+    parent = DSH_SPECS[index].parent_index
+    return _dsh_day(parent) if parent is not None else index * 2
 
 
 def _dsh_expected(log: DshLog, spec: DshSpec) -> ExpectedSession:
@@ -180,12 +195,12 @@ def _dsh_expected(log: DshLog, spec: DshSpec) -> ExpectedSession:
 
 CLAUDE_CODE_SESSIONS = (
     # project, client version, script, start (s after the epoch), inline sidechain, synthetic line
-    ("ingest", "2.1.39", "subagent", 1800, False, False),
-    ("ingest", "2.1.39", "compaction", 9000, False, False),
-    ("ingest", "1.0.108", "subagent", 16000, True, False),
-    ("dashboard", "2.1.38", "plain-long", 23000, False, True),
-    ("dashboard", "2.1.38", "plain", 30000, False, False),
-    ("dashboard", "1.0.108", "plain-sonnet-4", 36000, False, False),
+    ("ingest", "2.1.39", "subagent", DAY * 3 + 1800, False, False),
+    ("ingest", "2.1.39", "compaction", DAY * 10 + 9000, False, False),
+    ("ingest", "1.0.108", "subagent", DAY * 17 + 16000, True, False),
+    ("dashboard", "2.1.38", "plain-long", DAY * 24 + 23000, False, True),
+    ("dashboard", "2.1.38", "plain", DAY * 31 + 30000, False, False),
+    ("dashboard", "1.0.108", "plain-sonnet-4", DAY * 38 + 36000, False, False),
 )
 
 
@@ -280,9 +295,9 @@ def _task_tool_id(calls: list[Call]) -> str:
 
 def _write_traces(root: Path, rng: random.Random, caches: dict[str, AnthropicCache]) -> list[ManifestFile]:
     stories = [
-        (BUILD_FARM, image_and_ttl_session(rng, caches[BUILD_FARM], 600)),
-        (LAPTOP, drifting_prompt_session(rng, caches[LAPTOP], 42000)),
-        (RESEARCH, edited_history_session(rng, caches[RESEARCH], 5400)),
+        (BUILD_FARM, image_and_ttl_session(rng, caches[BUILD_FARM], DAY * 6 + 600)),
+        (LAPTOP, drifting_prompt_session(rng, caches[LAPTOP], DAY * 20 + 42000)),
+        (RESEARCH, edited_history_session(rng, caches[RESEARCH], DAY * (SPAN_DAYS - 1) + 5400)),
     ]
     files = []
     for source, scripted in stories:
@@ -295,8 +310,8 @@ def _write_traces(root: Path, rng: random.Random, caches: dict[str, AnthropicCac
 
 
 def _write_captures(root: Path, rng: random.Random, cache: AnthropicCache) -> list[ManifestFile]:
-    proxy = plain_session(rng, cache, 12000, model=SONNET_45, turns=3)
-    connectome = plain_session(rng, cache, 20000, turns=2)
+    proxy = plain_session(rng, cache, DAY * 13 + 12000, model=SONNET_45, turns=3)
+    connectome = plain_session(rng, cache, DAY * 27 + 20000, turns=2)
     proxy_calls = proxy.conversation.calls
     connectome_calls = connectome.conversation.calls
     proxy_path = root / RESEARCH / "captures" / f"anthropic-{compact_stamp(proxy_calls[0].started)}.jsonl"
@@ -334,8 +349,9 @@ def _write_openai(root: Path, rng: random.Random) -> list[ManifestFile]:
         ("responses", "gpt-5-2025-08-07", 7),
     )
     for offset, (api, model, turns) in enumerate(specs):
-        session = openai_session(rng, api=api, model=model, turns=turns, start_s=7200 + offset * 3000)
-        path = root / BUILD_FARM / "openai" / f"{api}-{compact_stamp(at(7200 + offset * 3000))}.jsonl"
+        start_s = DAY * (15 + offset * 19) + 7200 + offset * 3000
+        session = openai_session(rng, api=api, model=model, turns=turns, start_s=start_s)
+        path = root / BUILD_FARM / "openai" / f"{api}-{compact_stamp(at(start_s))}.jsonl"
         write_openai_captures(path, session)
         usage = UsageTotals(
             uncached_input=sum(c.prompt_tokens - c.cached_tokens for c in session.calls),

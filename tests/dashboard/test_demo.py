@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 
 from dashboard.demo import DemoManifest, write_demo_dataset
-from dashboard.models import ProjcacheCheck, ProjectionRow, Session, Warning
+from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Warning
 from dashboard.services.ingest import ingest_paths
 
 pytestmark = pytest.mark.django_db
@@ -43,6 +45,25 @@ def test_every_demo_session_lands_with_the_figures_its_manifest_states(demo: Dem
         if expected.parent_external_id:
             assert session.parent is not None, expected.external_id
             assert session.parent.external_id == expected.parent_external_id
+
+
+def test_the_demo_spans_six_weeks_so_the_overview_opens_on_a_month_of_days_with_and_without_work(
+    demo: DemoManifest, viewer_client: Client
+) -> None:
+    days = {
+        moment.date()
+        for moment in Request.objects.exclude(started_at=None).values_list("started_at", flat=True)
+    }
+    assert (max(days) - min(days)).days >= 35
+    assert len(days) >= 20
+
+    response = viewer_client.get(reverse("dashboard:overview"))
+
+    assert response.context["window"].step == "day"
+    [line] = response.context["fleet_hit_rate_chart"]["data"]
+    worked = [rate for rate in line["y"] if rate is not None]
+    assert 10 <= len(worked) < len(line["y"]) == 30  # days with work, and gaps between them
+    assert len({round(rate, 2) for rate in worked}) > 3  # the hit rate moves from day to day
 
 
 def test_the_demo_breakdown_rows_match_each_dsh_logs_final_surface_but_for_the_documented_drift(
