@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.models import Source
+from django.db.models import Max
+
+from dashboard.models import Event, Session, Source
 from dashboard.services.api_body import BodyRejected
 from dashboard.services.api_ingest import BatchLimits, PendingSession, pending_store
 from dashboard.services.db_retry import retrying
@@ -24,7 +26,7 @@ from dashboard.services.otlp_body import Signal
 from projections.formats.otel_claude_code import claude_code_sessions
 from projections.formats.otel_genai import genai_sessions
 from projections.formats.otlp import TelemetrySession, log_records, record_count, spans
-from projections.normalized import LineError, LineNotice
+from projections.normalized import EventRecord, LineError, LineNotice
 
 MAX_NAMED_REJECTIONS = 20
 """Rejected records named one by one in the answer; the rest are counted."""
@@ -97,7 +99,7 @@ def otlp_ingest(
         # A path per session, so a session the store refuses is told apart in the summary's errors.
         session.imported.path = f"{path} session {session.imported.external_id}"[:1000]
         by_path[session.imported.path] = session
-    pending = [PendingSession(s.imported, list(s.records)) for s in sessions if s.records or s.positions]
+    pending = [PendingSession(s.imported, [*_compaction_events(s, source), *s.records]) for s in sessions]
     result.summary = retrying(lambda: pending_store(pending, source))
     for error in result.summary.errors:
         refused = by_path.get(error.path) if error.line is None else None
@@ -107,3 +109,31 @@ def otlp_ingest(
         result.rejected.extend(LineError(path, p, error.field, error.reason) for p in refused.positions)
     result.notices.extend(result.summary.notices)
     return result
+
+
+def _compaction_events(session: TelemetrySession, source: Source) -> list[EventRecord]:
+    """The ``compaction/start`` and ``compaction/end`` events of the compactions not stored yet,
+    numbered after the session's stored log, so a retried export adds none and the log stays
+    contiguous. (Two exports of one session's compactions at the same moment could number theirs
+    alike; the store then keeps the first and counts the other a duplicate. An exporter sends one
+    session's batches one after the other.)"""
+    if not session.compactions:
+        return []
+    stored = Session.objects.filter(source=source, external_id=session.imported.external_id[:200]).first()
+    known: set[str] = set()
+    next_seq = 0
+    if stored is not None:
+        starts = Event.objects.filter(session=stored, type="compaction/start")
+        known = {str(data.get("compactionId")) for data in starts.values_list("data", flat=True)}
+        last = Event.objects.filter(session=stored).aggregate(last=Max("seq"))["last"]
+        next_seq = 0 if last is None else last + 1
+    events: list[EventRecord] = []
+    for compaction in sorted(session.compactions, key=lambda c: c.started_at):
+        if compaction.key in known:
+            continue
+        known.add(compaction.key)
+        data = {"compactionId": compaction.key, "turn": 0, "source": "telemetry"}
+        events.append(EventRecord(next_seq, "compaction/start", compaction.started_at, data))
+        events.append(EventRecord(next_seq + 1, "compaction/end", compaction.ended_at, data))
+        next_seq += 2
+    return events

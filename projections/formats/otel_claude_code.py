@@ -25,7 +25,11 @@ public test fixtures also set the record's own ``eventName`` (OTLP 1.5) or put `
 resource; both are read (record attributes win over the resource's).
 
 Events are not stored as a session log: ``event.sequence`` numbers every kind of event (tool
-decisions, responses, ...), so the four kinds read here would leave gaps a fold refuses.
+decisions, responses, ...), so the four kinds read here would leave gaps a fold refuses. A
+compaction is the exception: its call (``query_source`` ``compact``) is returned as a
+:class:`~projections.formats.otlp.Compaction`, which the store writes as the
+``compaction/start`` and ``compaction/end`` events a transcript's compaction gives, so the
+transcript predictor expects the prefix to be written again after it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from projections.client_version import client_version
-from projections.formats.otlp import BadValue, LogItem, TelemetrySession, session_labels, text, token_count
+from projections.formats.otlp import (
+    BadValue,
+    Compaction,
+    LogItem,
+    TelemetrySession,
+    session_labels,
+    text,
+    token_count,
+)
 from projections.formats.times import parse_time
 from projections.normalized import JSON, Lineage, LineError, RequestRecord, SessionImport
 from projections.usage import UsageError, anthropic_usage
@@ -63,11 +75,16 @@ REDACTED = "<REDACTED>"
 TITLE_LENGTH = 120
 
 
+COMPACT_QUERY_SOURCE = "compact"
+"""The ``query_source`` of the call that summarises a conversation when it is compacted."""
+
+
 @dataclass(slots=True)
 class _Gathered:
     imported: SessionImport
     records: list[RequestRecord] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
+    compactions: list[Compaction] = field(default_factory=list)
 
 
 def event_name(item: LogItem) -> str:
@@ -117,7 +134,9 @@ def claude_code_sessions(
         gathered.positions.append(item.position)
         if record is not None:
             gathered.records.append(record)
-    return [TelemetrySession(g.imported, g.records, g.positions) for g in sessions.values()]
+            if name == "api_request" and text(attrs, "query_source") == COMPACT_QUERY_SOURCE:
+                gathered.compactions.append(Compaction(record.key, record.started_at or moment, moment))
+    return [TelemetrySession(g.imported, g.records, g.positions, g.compactions) for g in sessions.values()]
 
 
 def _event_time(attrs: Mapping[str, JSON], item: LogItem) -> datetime:

@@ -13,7 +13,7 @@ which is how the receiver names a rejected record in its ``partial_success`` mes
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from projections.formats.limits import EARLIEST_TIME, LATEST_TIME
@@ -57,6 +57,17 @@ class SpanItem:
     """0 unset, 1 ok, 2 error (``Status.StatusCode``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """A compaction the telemetry shows (Claude Code's ``compact`` call): from its start to its end,
+    the conversation's prefix was rewritten, which the transcript predictor must know."""
+
+    key: str
+    """The compaction call's request key, which names the compaction once however often it is sent."""
+    started_at: datetime
+    ended_at: datetime
+
+
 @dataclass(slots=True)
 class TelemetrySession:
     """A session gathered from one export request: its facts and its usage-only requests."""
@@ -66,6 +77,7 @@ class TelemetrySession:
     positions: list[int]
     """The positions of every record of the request that went into this session, for the answer
     when the store refuses the session as a whole."""
+    compactions: list[Compaction] = field(default_factory=list)
 
 
 LABEL_PREFIXES = ("user.", "organization.", "team.")

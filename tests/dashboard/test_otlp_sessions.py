@@ -83,7 +83,7 @@ def test_a_telemetry_session_page_shows_its_hit_rate_cost_and_verdicts() -> None
     assert cost.total is not None
     assert cost.total > 0
     assert percent(session.hit_rate) in page
-    assert f"${cost.total:.4f}" in page
+    assert f'<span class="label">Cost</span><span class="value" title="{cost.total}' in page
     assert miss.analysis.label == "unexplained"
     assert miss.analysis.material is True
     assert Warning.objects.filter(session=session, kind=Warning.Kind.UNEXPLAINED_MISS).exists()
@@ -164,3 +164,26 @@ def test_the_sdk_exporters_feed_a_session_with_hit_rate_and_cost(live_server: An
     # Without a broker the analysis runs on commit, before the server answers the exporter.
     assert Request.objects.filter(session=telemetry, analysis__isnull=False).count() == 5
     assert Request.objects.get(key="req_011D").analysis.label == "unexplained"
+
+
+@pytest.mark.django_db
+def test_a_compaction_call_is_a_boundary_so_the_next_read_is_not_unexplained() -> None:
+    source = Source.objects.create(name="fleet")
+    _token, secret = token_create(source=source, name="seats", created_by=None)
+    events = [
+        api_request(3, 1, "req_main_1", cache_read_tokens=3_000, cache_creation_tokens=20_000),
+        api_request(8, 2, "req_main_2", cache_read_tokens=23_000, cache_creation_tokens=1_000),
+        api_request(20, 3, "req_compact", query_source="compact", cache_read_tokens=3_000),
+        api_request(30, 4, "req_main_3", cache_read_tokens=3_000, cache_creation_tokens=4_000),
+    ]
+    body = logs_request(events).SerializeToString()
+    headers = {"Authorization": f"Bearer {secret}"}
+    for _attempt in range(2):  # the exporter's retry adds no second compaction
+        Client().post("/v1/logs", data=body, content_type=PROTOBUF, headers=headers)
+
+    session = Session.objects.get(external_id=SESSION)
+    assert list(session.events.values_list("seq", "type")) == [(0, "compaction/start"), (1, "compaction/end")]
+    assert Request.objects.get(key="req_compact").lineage == "side"
+    session_analyse(session_id=session.pk)
+    after = Request.objects.get(key="req_main_3").analysis
+    assert after.label == "prefix-changed@messages"
