@@ -14,6 +14,8 @@ token and no cookie.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
@@ -23,37 +25,40 @@ from django.views.decorators.csrf import csrf_exempt
 from dashboard.api import BROKER_RETRY_AFTER_SECONDS, REALM, _bearer, _body_stream, _content_length
 from dashboard.services.api_body import BodyRejected, body_read
 from dashboard.services.followups import broker_reachable, followups_resend
-from dashboard.services.otlp_body import (
-    INVALID_ARGUMENT,
-    PROTOBUF_TYPE,
-    RESOURCE_EXHAUSTED,
-    UNAUTHENTICATED,
-    UNAVAILABLE,
-    UNIMPLEMENTED,
-    Encoding,
-    Signal,
-    otlp_encoding,
-    otlp_request_dict,
-    otlp_status,
-    otlp_success,
-)
-from dashboard.services.otlp_ingest import otlp_ingest
 from dashboard.services.tokens import token_authenticate
 
-CONTENT_TYPES = {"protobuf": PROTOBUF_TYPE, "json": "application/json"}
-STATUS_CODES = {400: INVALID_ARGUMENT, 405: UNIMPLEMENTED, 413: RESOURCE_EXHAUSTED, 415: INVALID_ARGUMENT}
+if TYPE_CHECKING:
+    from dashboard.services.otlp_body import Encoding, Signal
+
+# The OTLP services (protobuf's generated classes, the ingest engine) are imported inside the
+# functions that use them: every command that starts Django imports the URLs, and so this module.
 
 
 def _answer(encoding: Encoding, status: int, body: bytes) -> HttpResponse:
-    return HttpResponse(body, status=status, content_type=CONTENT_TYPES[encoding])
+    from dashboard.services.otlp_body import PROTOBUF_TYPE
+
+    content_type = PROTOBUF_TYPE if encoding == "protobuf" else "application/json"
+    return HttpResponse(body, status=status, content_type=content_type)
 
 
 def _failure(encoding: Encoding, status: int, message: str, code: int | None = None) -> HttpResponse:
-    code = code if code is not None else STATUS_CODES.get(status, INVALID_ARGUMENT)
+    from dashboard.services.otlp_body import INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNIMPLEMENTED, otlp_status
+
+    status_codes = {400: INVALID_ARGUMENT, 405: UNIMPLEMENTED, 413: RESOURCE_EXHAUSTED, 415: INVALID_ARGUMENT}
+    code = code if code is not None else status_codes.get(status, INVALID_ARGUMENT)
     return _answer(encoding, status, otlp_status(encoding, code=code, message=message))
 
 
 def _receive(request: HttpRequest, signal: Signal) -> HttpResponse:
+    from dashboard.services.otlp_body import (
+        UNAUTHENTICATED,
+        UNAVAILABLE,
+        otlp_encoding,
+        otlp_request_dict,
+        otlp_success,
+    )
+    from dashboard.services.otlp_ingest import otlp_ingest
+
     encoding = otlp_encoding(request.headers.get("Content-Type", ""))
     answer_encoding: Encoding = encoding or "protobuf"
     secret = _bearer(request)

@@ -41,6 +41,8 @@ LOADED_ON_FIRST_USE = (
     "projections.cache.session_analysis",
     "dashboard.services.analysis",
     "dashboard.services.ingest",
+    "google.protobuf",
+    "dashboard.services.otlp_ingest",
 )
 
 
