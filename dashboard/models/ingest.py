@@ -92,6 +92,8 @@ class IngestJob(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The ingest page lists the newest jobs first; an API-fed fleet keeps tens of thousands.
+        indexes = [models.Index(fields=["-created_at", "-id"], name="ingest_job_recent")]
 
     def __str__(self) -> str:
         return f"ingest #{self.pk} {self.status}"

@@ -98,6 +98,9 @@ class Request(models.Model):
             models.Index(fields=["session", "ordinal"], name="request_session_ordinal"),
             models.Index(fields=["started_at"], name="request_started"),
             models.Index(fields=["client_version"], name="request_client_version"),
+            # The list filters' models, read value by value off it (dashboard.services.distinct_values),
+            # and the requests list filtered to one model.
+            models.Index(fields=["model", "started_at"], name="request_model_started"),
             # The few requests whose response stated a cache-miss reason, for the overview's panel.
             models.Index(
                 fields=["started_at"],

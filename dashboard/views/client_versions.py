@@ -9,6 +9,7 @@ from django.core.cache import cache
 from django.db.models import Count, Sum
 
 from dashboard.models import Request
+from dashboard.services.distinct_values import distinct_values
 from dashboard.time_range import TimeWindow
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
@@ -29,17 +30,11 @@ class ClientVersionRow:
 
 
 def known_client_versions() -> list[str]:
-    """Every client release seen, in release order; cached briefly since it scans the requests."""
+    """Every client release seen, in release order; read off the requests' client index, and cached
+    briefly."""
 
     def load() -> list[str]:
-        # No ordering: the model's default ordering would make every row distinct.
-        found = (
-            Request.objects.exclude(client_version="")
-            .order_by()
-            .values_list("client_version", flat=True)
-            .distinct()
-        )
-        return sorted(found, key=version_sort_key)
+        return sorted(distinct_values(Request, "client_version"), key=version_sort_key)
 
     return list(cache.get_or_set("client-versions:known", load, KNOWN_VERSIONS_SECONDS))
 

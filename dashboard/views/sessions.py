@@ -15,6 +15,7 @@ from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
 from dashboard.services.breakdown_series import session_breakdown_series_cached
 from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
+from dashboard.services.distinct_values import distinct_values
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
@@ -44,12 +45,10 @@ def sessions_page(params: QueryDict) -> dict[str, Any]:
 
 
 def known_models() -> list[str]:
-    """Every model seen, for the filter; cached briefly since it scans the requests at fleet scale."""
+    """Every model seen, for the filter; read off the requests' model index, and cached briefly."""
 
     def load() -> list[str]:
-        return list(
-            Request.objects.exclude(model="").order_by("model").values_list("model", flat=True).distinct()
-        )
+        return distinct_values(Request, "model")
 
     return list(cache.get_or_set("sessions:known-models", load, KNOWN_MODELS_SECONDS))
 
