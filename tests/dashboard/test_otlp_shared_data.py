@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 TRANSCRIPT = "claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 
 
-def telemetry_of(path: Path) -> list[dict[str, Any]]:
+def telemetry_of(path: Path, query_source: str = "repl_main_thread") -> list[dict[str, Any]]:
     """The api_request events Claude Code would have exported for the transcript's calls: one per
     message.id + requestId, its usage from the line with the largest output, at its first line's time."""
     calls: dict[tuple[str, str], dict[str, Any]] = {}
@@ -54,9 +54,9 @@ def telemetry_of(path: Path) -> list[dict[str, Any]]:
             "cache_read_tokens": str(usage.get("cache_read_input_tokens", 0)),
             "cache_creation_tokens": str(usage.get("cache_creation_input_tokens", 0)),
             "request_id": call["request_id"],
-            "query_source": "repl_main_thread",
+            "query_source": query_source,
         }
-        if call["sidechain"]:
+        if call["sidechain"] and query_source == "repl_main_thread":
             # A subagent's calls carry the session's id and name the agent (monitoring documentation).
             attributes.update({"query_source": "general-purpose", "agent.name": "general-purpose"})
         events.append({"name": "api_request", "time": 0, "attributes": attributes})
@@ -100,3 +100,36 @@ def test_telemetry_and_the_transcript_of_one_real_session_agree(shared_data: Pat
     assert again.duplicates == main.request_count == 10
     assert telemetry.request_count == 20
     assert telemetry.event_count > 0
+
+
+COMPACTED = "claude-code/4d5611e5-241a-462a-8d15-5122611a9569"
+
+
+def test_a_real_compaction_told_as_telemetry_gives_the_transcripts_verdicts(shared_data: Path) -> None:
+    main_file = shared_data / f"{COMPACTED}.jsonl"
+    compact_file = next((shared_data / COMPACTED / "subagents").glob("agent-acompact-*.jsonl"))
+    compaction = telemetry_of(compact_file, query_source="compact")
+    for event in compaction:  # the compaction call belongs to the conversation it compacts
+        event["attributes"]["session.id"] = main_file.stem
+    events = [e for e in telemetry_of(main_file) if e["attributes"].get("agent.name") is None] + compaction
+    source = Source.objects.create(name="laptop")
+    _token, secret = token_create(source=source, name="seat", created_by=None)
+    response = Client().post(
+        "/v1/logs",
+        data=logs_request(events, version="2.1.39").SerializeToString(),
+        content_type="application/x-protobuf",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    assert response.status_code == 200
+    ingest_paths(paths=[main_file], source_name="files")
+
+    telemetry = Session.objects.get(source=source)
+    main = Session.objects.get(source__name="files", external_id=telemetry.external_id)
+    assert list(telemetry.events.values_list("type", flat=True)) == ["compaction/start", "compaction/end"]
+    session_analyse(session_id=telemetry.pk)
+    session_analyse(session_id=main.pk)
+    verdict = ("key", "analysis__label", "analysis__predicted_read", "analysis__material")
+    told = sorted(Request.objects.filter(session=telemetry, lineage="main").values_list(*verdict))
+    read = sorted(main.requests.filter(lineage="main").values_list(*verdict))
+    assert told == read
+    assert any(label == "prefix-changed@messages" for _key, label, _read, _material in read)
