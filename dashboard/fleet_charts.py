@@ -109,4 +109,8 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
     layout["xaxis"] = time_axis(step)
     layout["hovermode"] = "closest"
     layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"}
+    # Two traces per source: the legend needs more room below the axis title than one line's.
+    layout["legend"] = {"orientation": "h", "y": -0.3}
+    layout["margin"] = {**layout["margin"], "b": 70}
+    layout["height"] = 400
     return {"data": data, "layout": layout}
