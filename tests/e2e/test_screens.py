@@ -69,6 +69,8 @@ def main_pages(live_server: Any, login_as: Any, ingest_demo_file: Any) -> dict[s
         "projections": "/projections/",
         "tokens": "/manage/tokens/",
         "prices": "/manage/prices/",
+        "provider rules": "/manage/provider-rules/",
+        "glossary": "/glossary/",
     }
     return {name: live_server.url + path for name, path in paths.items()}
 
