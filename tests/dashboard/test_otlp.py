@@ -418,3 +418,9 @@ def test_a_nul_in_a_protobuf_string_is_stored_as_u_fffd_and_said(client: Client,
     assert partial.rejected_log_records == 0
     assert "replaced 1 NUL by U+FFFD" in partial.error_message
     assert Request.objects.get().model == "claude-sonnet-4-5\ufffdx"
+
+
+def test_the_receiver_needs_no_csrf_token_since_each_request_carries_its_own(secret: str) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    response = post(strict, "/v1/logs", logs_request(conversation()).SerializeToString(), PROTOBUF, secret)
+    assert response.status_code == 200
