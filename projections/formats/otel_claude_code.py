@@ -56,9 +56,10 @@ FORMAT = "claude-code-otel"
 EVENT_PREFIX = "claude_code."
 CALL_EVENTS = frozenset({"api_request", "api_error"})
 SESSION_EVENTS = frozenset({"user_prompt", "tool_result"})
-MAIN_QUERY_SOURCES = frozenset({"", "repl_main_thread", "main", "sdk"})
-"""``query_source`` values of the conversation's own calls; a named subagent (``agent.name``) is a
-subagent's, and any other subsystem (``compact``, titles, ...) is a side call."""
+MAIN_QUERY_SOURCES = frozenset({"", "repl_main_thread", "main"})
+"""``query_source`` values of the conversation's own calls (the event's ``repl_main_thread``, the
+metrics' ``main``); a named subagent (``agent.name``, or the metrics' ``subagent``) is a subagent's,
+and any other subsystem (``compact``, the metrics' ``auxiliary``, ...) is a side call."""
 USAGE_ATTRIBUTES = (
     "input_tokens",
     "output_tokens",
