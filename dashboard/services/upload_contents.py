@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from projections.formats import LOG_SUFFIXES, FormatError, detect_format, is_log_name
+# The readers (projections.formats) are imported inside the checks: the ingest page and the API import
+# this module through the uploads service, and every command that starts Django imports them.
 
 RENAMED_SUFFIX = ".jsonl"
 """Added to a file uploaded by hand whose content is a log but whose name a folder walk would skip."""
@@ -28,6 +29,8 @@ class UploadContents:
 
 def check_uploaded_file(path: Path, shown: str, format: str | None, contents: UploadContents) -> None:
     """Check one file the user chose: a log whatever its name; one named unlike a log is renamed."""
+    from projections.formats import is_log_name
+
     reason = _unreadable_reason(path, format)
     if reason is not None:
         contents.refused.append(f"{shown}: {reason}")
@@ -41,6 +44,8 @@ def check_archive_folder(folder: Path, archive: str, format: str | None, content
     A zipped ``~/.claude/projects`` tree may hold a stray README or ``.DS_Store``; the ingest's folder
     walk passes over such files, so they are listed as skipped rather than refused.
     """
+    from projections.formats import is_log_name
+
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
@@ -55,12 +60,16 @@ def check_archive_folder(folder: Path, archive: str, format: str | None, content
 
 
 def no_logs_reason(archive: str) -> str:
+    from projections.formats import LOG_SUFFIXES
+
     suffixes = ", ".join(LOG_SUFFIXES)
     return f"{archive}: holds no log file (logs are named {suffixes})"
 
 
 def _unreadable_reason(path: Path, format: str | None) -> str | None:
     """Why ``path`` cannot be ingested, named by line and field, or ``None`` when it reads as a log."""
+    from projections.formats import FormatError, detect_format
+
     try:
         detect_format(path)
     except FormatError as error:

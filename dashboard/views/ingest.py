@@ -16,7 +16,7 @@ from dashboard.roles import OPERATOR, has_role
 from dashboard.services.ingest_jobs import ingest_job_requeue, ingest_job_retryable
 from dashboard.services.uploads import UploadRejected, upload_create_job
 from dashboard.views.htmx import HtmxHttpRequest
-from projections.formats import FORMAT_NAMES
+from projections.format_names import FORMAT_NAMES
 
 NOTICES_SHOWN = 200
 """Notices listed on a job's page; a repaired file can have one per line, and each says the same."""

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from projections.format_names import FORMAT_NAMES, LOG_SUFFIXES
 from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, capture_api, is_capture_record
 from projections.formats.captures import read_capture as _read_capture
 from projections.formats.claude_code import TRANSCRIPT_TYPES, read_claude_code
@@ -42,17 +43,6 @@ __all__ = [
     "read_sessions",
 ]
 
-FORMAT_NAMES: tuple[str, ...] = (
-    "dsh",
-    "claude-code",
-    "claude-trace",
-    "codex",
-    "anthropic-capture",
-    "connectome",
-    "openai-capture",
-)
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.zstd", ".jsonl.zst", ".zstd", ".zst")
-"""Names a folder walk reads; anything else there (README, .DS_Store, projection caches) is skipped."""
 _DETECT_LINES = 5
 
 

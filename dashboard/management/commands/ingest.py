@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from dashboard.management.progress import ProgressBar
 from dashboard.models import IngestJob
 from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_run
-from projections.formats import FORMAT_NAMES
+from projections.format_names import FORMAT_NAMES
 
 
 class Command(BaseCommand):
