@@ -301,8 +301,7 @@ def test_a_page_of_a_hundred_requests_takes_as_many_queries_as_one_of_five(
 ) -> None:
     fleet(5)
     few = queries_of(viewer_client, params)
-    RequestAnalysis.objects.all().delete()
-    Request.objects.all().delete()
+    Session.objects.all().delete()
     fleet(2 * REQUESTS_PER_PAGE)
     assert queries_of(viewer_client, params) == few
 
