@@ -34,6 +34,10 @@
         return note.bgcolor ? Object.assign({}, note, { bgcolor: card }) : note;
       });
     }
+    if (layout.legend && layout.legend.orientation === "h") {
+      // Its entries stack on a narrow chart and would climb into the x axis title.
+      out.legend = Object.assign({}, layout.legend, { y: -0.3, yanchor: "top" });
+    }
     if (layout.updatemenus) {
       out.updatemenus = layout.updatemenus.map(function (menu) {
         return Object.assign({ bgcolor: card, activecolor: cssVar("--badge"), bordercolor: line, font: { color: ink } }, menu);
@@ -91,11 +95,38 @@
     });
   }, { rootMargin: "600px 0px" }) : null;
 
+  // On a phone-wide chart a centred title runs under the buttons at the top right, and a long note
+  // runs off the plot: the title moves left, the buttons sit just above the plot, and the notes break
+  // at their dash in a smaller font.
+  function narrowed(layout, width) {
+    if (width >= 600) { return layout; }
+    var out = Object.assign({}, layout);
+    var title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+    if (title) { out.title = Object.assign({}, title, { x: 0.02, xanchor: "left" }); }
+    if (layout.legend && layout.legend.orientation === "h") {
+      // Its entries stack on a narrow chart and would climb into the x axis title.
+      out.legend = Object.assign({}, layout.legend, { y: -0.3, yanchor: "top" });
+    }
+    if (layout.updatemenus) {
+      out.updatemenus = layout.updatemenus.map(function (menu) {
+        return Object.assign({}, menu, { y: 1.01, yanchor: "bottom" });
+      });
+    }
+    if (layout.annotations) {
+      out.annotations = layout.annotations.map(function (note) {
+        var text = typeof note.text === "string" ? note.text.replace(" — ", "<br>") : note.text;
+        return Object.assign({}, note, { text: text, font: Object.assign({}, note.font, { size: 10 }) });
+      });
+    }
+    return out;
+  }
+
   // Paints a figure in the current theme's colours: a first draw, or a redraw when the theme changes.
   function paint(element, figure) {
     var ink = cssVar("--ink");
     var data = (figure.data || []).map(function (trace) { return inked(trace, ink); });
-    return Plotly.react(element, data, themed(inked(figure.layout || {}, ink)), CONFIG);
+    var layout = narrowed(inked(figure.layout || {}, ink), element.clientWidth);
+    return Plotly.react(element, data, themed(layout), CONFIG);
   }
 
   // Draws the figure into element now if it is on or near the screen, otherwise when it comes near;
