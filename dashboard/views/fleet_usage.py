@@ -11,6 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
+from typing import Any
 from urllib.parse import urlencode
 
 from django.db.models import Count, Max, Min, Q, Sum
@@ -81,7 +83,13 @@ class FleetUsage:
         params = {"since": iso(bucket), "until": iso(self.window.bucket_end(bucket))}
         if source:
             params["source"] = source
-        return reverse("dashboard:requests") + "?" + urlencode(params)
+        return _requests_path() + "?" + urlencode(params)
+
+
+@cache
+def _requests_path() -> str:
+    """Reversed once: a chart of a 90-day range links a few hundred buckets."""
+    return reverse("dashboard:requests")
 
 
 def iso(moment: datetime) -> str:
@@ -97,35 +105,40 @@ def fleet_window(range_name: str) -> TimeWindow | None:
     return time_window(range_name, oldest=extent["oldest"], newest=extent["newest"])
 
 
+ROLLUP_SUMS = {
+    "requests_sum": Sum("requests"),
+    "cache_reported_sum": Sum("cache_reported"),
+    "uncached_sum": Sum("uncached_input_tokens"),
+    "read_sum": Sum("cache_read_tokens"),
+    "write_5m_sum": Sum("cache_write_5m_tokens"),
+    "write_1h_sum": Sum("cache_write_1h_tokens"),
+    "output_sum": Sum("output_tokens"),
+}
+
+
+def _usage(row: dict[str, Any]) -> Usage:
+    return Usage(*(row[name] or 0 for name in ROLLUP_SUMS))
+
+
 def fleet_usage(window: TimeWindow) -> FleetUsage:
-    """Sum the rollup rows of ``window`` by bucket, by source and bucket, and by source and model."""
+    """Sum the rollup rows of ``window`` by bucket and source, by source and model, and by client
+    release: three aggregate queries, so only a few hundred sums reach Python whatever the range."""
     granularity = UsageRollup.Granularity.HOUR if window.step is Step.HOUR else UsageRollup.Granularity.DAY
     rows = UsageRollup.objects.filter(
         granularity=granularity, bucket_start__gte=window.start, bucket_start__lt=window.end
-    ).values_list(
-        "bucket_start",
-        "source_id",
-        "source__name",
-        "model",
-        "client_version",
-        "requests",
-        "cache_reported",
-        "uncached_input_tokens",
-        "cache_read_tokens",
-        "cache_write_5m_tokens",
-        "cache_write_1h_tokens",
-        "output_tokens",
-    )
+    ).order_by()
     usage = FleetUsage(window=window)
-    for start, source_id, source, model, client_version, *figures in rows.order_by():
-        row = Usage(*figures)
-        bucket = window.step.floor(start)
-        usage.total.add(row)
-        usage.by_bucket.setdefault(bucket, Usage()).add(row)
-        usage.by_source_bucket[source].setdefault(bucket, Usage()).add(row)
-        usage.by_source_model.setdefault((source_id, model), Usage()).add(row)
-        if client_version:
-            usage.by_client_version.setdefault(client_version, Usage()).add(row)
+    for row in rows.values("bucket_start", "source__name").annotate(**ROLLUP_SUMS):
+        figures = _usage(row)
+        # Days are summed into weeks here: a week's bucket is the Monday its days fall after.
+        bucket = window.step.floor(row["bucket_start"]) if window.step is Step.WEEK else row["bucket_start"]
+        usage.total.add(figures)
+        usage.by_bucket.setdefault(bucket, Usage()).add(figures)
+        usage.by_source_bucket[row["source__name"]].setdefault(bucket, Usage()).add(figures)
+    for row in rows.values("source_id", "model").annotate(**ROLLUP_SUMS):
+        usage.by_source_model[(row["source_id"], row["model"])] = _usage(row)
+    for row in rows.exclude(client_version="").values("client_version").annotate(**ROLLUP_SUMS):
+        usage.by_client_version[row["client_version"]] = _usage(row)
     return usage
 
 

@@ -46,7 +46,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "totals": totals,
         "sources": [(row, usd(row.cost)) for row in sources],
         "recent_sessions": Session.objects.select_related("source")[:8],
-        "recent_warnings": Warning.objects.select_related("session")[:5],
+        # The newest stored, by id: sorting every warning by when it was last seen costs a scan.
+        "recent_warnings": Warning.objects.select_related("session").order_by("-id")[:5],
         "recent_jobs": IngestJob.objects.all()[:5],
         **fleet_cache_context(usage, active),
     }
