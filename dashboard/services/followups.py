@@ -55,6 +55,11 @@ def followups_record(session_id: int) -> None:
     PendingFollowup.objects.bulk_create([PendingFollowup(session_id=session_id)], ignore_conflicts=True)
 
 
+def followups_pending(session_id: int) -> bool:
+    """Whether ``session_id``'s follow-ups are still waiting in the outbox (a broker refused them)."""
+    return PendingFollowup.objects.filter(session_id=session_id).exists()
+
+
 def enqueue_session_followups(session_id: int) -> bool:
     """Enqueue every follow-up of ``session_id``; ``False`` when the broker refused any of them.
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from dashboard.models import Event, IngestError, IngestJob, IngestNotice, Request, Session, Source
 from dashboard.services.blocks import BlockStore
 from dashboard.services.event_writer import EventWriter
-from dashboard.services.followups import enqueue_session_followups, followups_record
+from dashboard.services.followups import enqueue_session_followups, followups_pending, followups_record
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.projcache import projcache_ingest
 from dashboard.services.request_rows import request_row
@@ -189,8 +189,10 @@ def ingest_session(
             if summary.requests_added > requests_before:
                 # In the session's transaction, so the overview's sums commit with the requests.
                 rollups_refresh_sessions(session_ids=[session.pk])
-            # The outbox row commits with the rows, so follow-ups cut off after the commit are resent.
-            followups_record(session.pk)
+            changed = summary.sessions_unchanged == unchanged_before
+            if changed:
+                # The outbox row commits with the rows, so follow-ups cut off after the commit are resent.
+                followups_record(session.pk)
     except FormatError as error:
         # The log could not be read to its end: nothing of this session is kept, not half of it.
         del summary.errors[errors_before:]
@@ -212,7 +214,12 @@ def ingest_session(
         raise
     blocks.commit()
     summary.session_ids.append(session.pk)
-    if summary.sessions_unchanged == unchanged_before:
+    if not changed and not followups_pending(session.pk):
+        # A copy of a log already stored (an exporter's retry, a folder ingested again) changes no
+        # fold or analysis: re-running them would cost a full analysis of the session for nothing.
+        # Follow-ups a down broker refused are still sent: sending the log again is one way back.
+        return session
+    if changed:
         summary.changed_session_ids.append(session.pk)
     session_id = session.pk
 

@@ -87,3 +87,19 @@ def test_a_request_that_enqueues_its_followups_leaves_no_outbox_row() -> None:
     assert response.status_code == 200
     assert not PendingFollowup.objects.exists()
     assert ProjectionRow.objects.filter(session__external_id="s1").exists()
+
+
+def test_a_batch_sent_again_unchanged_queues_no_followups(django_capture_on_commit_callbacks: Any) -> None:
+    source = Source.objects.create(name="farm")
+    body = ndjson(dsh_lines("s1", turns=2))
+    with django_capture_on_commit_callbacks(execute=True) as first:
+        api_ingest(body=io.BytesIO(body), source=source)
+    assert len(first) == 1
+    assert not PendingFollowup.objects.exists()  # sent, so no longer pending
+
+    with django_capture_on_commit_callbacks(execute=True) as again:
+        result = api_ingest(body=io.BytesIO(body), source=source)
+    assert result.summary.sessions_unchanged == 1
+    assert result.summary.changed_session_ids == []
+    assert again == []  # an exporter's retry costs no fold and no analysis of the session
+    assert not PendingFollowup.objects.exists()
