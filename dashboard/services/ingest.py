@@ -38,6 +38,10 @@ from projections.normalized import (
 )
 
 BATCH_SIZE = 2000
+REQUEST_UNITS_BATCH = 5_000
+"""Queued requests are written once their bodies' units reach this many: a session whose every call
+resends the whole conversation has thousands of units per request, and a count of requests alone
+would hold hundreds of megabytes of them."""
 PROJCACHE_NAME = "session_projcache.json"
 
 ProgressCallback = Callable[[int], None]
@@ -252,6 +256,7 @@ def _write_session(
     stored_keys = set(Request.objects.filter(session=session).values_list("key", flat=True))
     next_ordinal = len(stored_keys)
     requests: list[Request] = []
+    pending_units = 0
     added_requests = 0
 
     previous: EventRecord | None = None
@@ -274,9 +279,11 @@ def _write_session(
             row.event_seq = answering_seq(previous)
             requests.append(row)
             next_ordinal += 1
-            if len(requests) >= BATCH_SIZE // 10:
+            pending_units += len(row.units or ())
+            if len(requests) >= BATCH_SIZE // 10 or pending_units >= REQUEST_UNITS_BATCH:
                 blocks.flush()
                 added_requests += _flush_requests(requests)
+                pending_units = 0
         elif isinstance(item, LineNotice):
             summary.notices.append(item)
         else:
