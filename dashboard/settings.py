@@ -55,6 +55,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Pages compress to a tenth (a session page's figures and tables are repetitive JSON and HTML).
+    # Below WhiteNoise, which sends its own pre-compressed static files. Django pads the compressed
+    # body with random bytes against BREACH, which pages carrying a CSRF token would otherwise invite.
+    "django.middleware.gzip.GZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
