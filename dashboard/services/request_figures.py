@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from dashboard.models import Request, RequestAnalysis
 from dashboard.models.requests import current_lineage
@@ -122,13 +122,36 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
         for pk, session_id, lineage, model, *tokens in rows.iterator()
     ]
     figures = request_figures(calls=calls, prices=prices)
-    analyses = RequestAnalysis.objects.filter(session_id__in=session_ids).only("pk", "request_id")
-    changed = []
-    for analysis in analyses:
-        figure = figures.get(analysis.request_id)
-        if figure is not None:
-            analysis.wasted_tokens, analysis.cost = figure.wasted_tokens, figure.cost
-            changed.append(analysis)
+    analyses = RequestAnalysis.objects.filter(session_id__in=session_ids).values_list("pk", "request_id")
+    changed = [
+        (pk, figure.wasted_tokens, figure.cost)
+        for pk, request_id in analyses.iterator()
+        if (figure := figures.get(request_id)) is not None
+    ]
     with transaction.atomic():
-        RequestAnalysis.objects.bulk_update(changed, ["wasted_tokens", "cost"], batch_size=WRITE_BATCH)
+        for start in range(0, len(changed), WRITE_BATCH):
+            _figures_write(changed[start : start + WRITE_BATCH])
     return len(changed)
+
+
+def _figures_write(rows: Sequence[tuple[int, int, Decimal | None]]) -> None:
+    """Write (analysis id, wasted tokens, cost) rows. On PostgreSQL one ``UPDATE … FROM (VALUES …)``
+    per batch: ``bulk_update`` builds a CASE per row in Python, some 5 ms a row, an hour for a fleet."""
+    if connection.vendor != "postgresql":
+        RequestAnalysis.objects.bulk_update(
+            [RequestAnalysis(pk=pk, wasted_tokens=wasted, cost=cost) for pk, wasted, cost in rows],
+            ["wasted_tokens", "cost"],
+        )
+        return
+    table = connection.ops.quote_name(RequestAnalysis._meta.db_table)
+    values = ", ".join(["(%s::bigint, %s::bigint, %s::numeric)"] * len(rows))
+    # Only the model's own table name and placeholders are formatted in; every value is a parameter.
+    sql = (
+        f"UPDATE {table} AS analysis SET wasted_tokens = v.wasted, cost = v.cost "  # noqa: S608
+        f"FROM (VALUES {values}) AS v (id, wasted, cost) WHERE analysis.id = v.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql,
+            [value for row in rows for value in row],
+        )
