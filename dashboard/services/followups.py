@@ -17,12 +17,20 @@ from datetime import timedelta
 from importlib import import_module
 
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
 from dashboard.models import PendingFollowup
 
-BROKER_ERRORS: tuple[type[BaseException], ...] = (BrokerError, ConnectionError, TimeoutError)
-"""What enqueueing raises while the broker cannot be reached."""
+
+def broker_errors() -> tuple[type[BaseException], ...]:
+    """What enqueueing raises while the broker cannot be reached.
+
+    Built on first use: kombu's exceptions load its AMQP client, which a command that never
+    enqueues (check, --help) need not import.
+    """
+    from kombu.exceptions import OperationalError as BrokerError
+
+    return (BrokerError, ConnectionError, TimeoutError)
+
 
 _FOLLOWUPS: list[Callable[[int], None]] = []
 _FOLLOWUP_MODULES: list[str] = []
@@ -69,7 +77,7 @@ def enqueue_session_followups(session_id: int) -> bool:
     for enqueue in _followups():
         try:
             enqueue(session_id)
-        except BROKER_ERRORS:
+        except broker_errors():
             delivered = False
     if delivered:
         PendingFollowup.objects.filter(session_id=session_id).delete()
@@ -97,6 +105,6 @@ def broker_reachable(*, timeout: float = 2.0) -> bool:
     try:
         with app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=1, timeout=timeout)
-    except (*BROKER_ERRORS, OSError):
+    except (*broker_errors(), OSError):
         return False
     return True

@@ -16,7 +16,7 @@ from celery.signals import worker_ready
 from django.db import close_old_connections, connection
 
 from dashboard.services.analysis import analyses_release_lapsed
-from dashboard.services.followups import BROKER_ERRORS
+from dashboard.services.followups import broker_errors
 from dashboard.services.ingest_jobs import ingest_job_not_queued, ingest_jobs_release_lapsed
 from dashboard.services.leases import lease_seconds
 from dashboard.services.refold import fold_run_not_queued, fold_runs_release_lapsed
@@ -27,7 +27,7 @@ from dashboard.tasks.ingest import ingest_job_task
 
 log = logging.getLogger(__name__)
 
-SEND_ERRORS: tuple[type[BaseException], ...] = (*BROKER_ERRORS, OSError)
+SEND_ERRORS: tuple[type[BaseException], ...] = (*broker_errors(), OSError)
 """What sending a task raises while the broker cannot be reached."""
 
 
