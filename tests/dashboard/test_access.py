@@ -17,9 +17,9 @@ from dashboard.services.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC = {"login", "logout"}
-"""The sign-in pages, which must be reachable without a session."""
-API = {"api_ingest", "api_batches", "api_batch"}
+PUBLIC = {"login", "logout", "favicon"}
+"""The sign-in pages, which must be reachable without a session, and the icon a browser shows on them."""
+API = {"api_ingest", "api_batches", "api_batch", "otlp_logs", "otlp_traces", "otlp_metrics"}
 """Routes that authenticate by bearer token and answer 401 instead of redirecting."""
 ADMIN_PREFIX = "manage/"
 
