@@ -4,6 +4,8 @@ real browser over the demo's dsh logs (their host writes kv-unified cache lines)
 from __future__ import annotations
 
 import re
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from dashboard.demo import DemoManifest
-from dashboard.models import HostNote, Session, Warning
+from dashboard.models import HostNote, ModelPrice, Session, Warning
 from dashboard.services.ingest import ingest_paths
 
 pytestmark = pytest.mark.e2e
@@ -20,6 +22,19 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def dsh_fleet(demo_dataset: tuple[Path, DemoManifest], transactional_db: None) -> None:
+    # An earlier live-server test may have flushed the price table the migrations seed.
+    ModelPrice.objects.get_or_create(
+        pattern="claude-sonnet-4",
+        defaults={
+            "provider": "anthropic",
+            "input": Decimal(3),
+            "cache_write_5m": Decimal("3.75"),
+            "cache_write_1h": Decimal(6),
+            "cache_read": Decimal("0.30"),
+            "output": Decimal(15),
+            "read_on": date(2026, 1, 5),
+        },
+    )
     root, manifest = demo_dataset
     for file in manifest.files_of("dsh"):
         ingest_paths(paths=[root / file.path], source_name=file.source)
