@@ -48,8 +48,11 @@ def register_followups_module(name: str) -> None:
 
 
 def _followups() -> list[Callable[[int], None]]:
-    while _FOLLOWUP_MODULES:
-        import_module(_FOLLOWUP_MODULES.pop(0))
+    # Every call imports every named module: a name taken off the list before its import finished
+    # would leave a second thread, mid-import, with no follow-ups, and its outbox row deleted as
+    # delivered. import_module is thread-safe, and free once a module is loaded.
+    for name in _FOLLOWUP_MODULES:
+        import_module(name)
     return _FOLLOWUPS
 
 
