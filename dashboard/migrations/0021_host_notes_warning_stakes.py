@@ -54,100 +54,130 @@ def notes_to_host_logs(apps, schema_editor):
         )
 
 
-def date_and_stake_warnings(apps, schema_editor):
-    """Give every stored warning its event, the time it happened and what it puts at stake, by the
-    rules a new analysis applies (dashboard.services.warning_stakes)."""
-    from dashboard.services.costs import Price
-    from dashboard.services.warning_stakes import RequestFacts, cost_at_stake, tokens_at_stake
+def date_warnings(apps, schema_editor):
+    """Give every stored warning its event and the time it happened.
 
+    What each puts at stake depends on the price table and the stake rules of the release that
+    reads it, so it is not figured here, where later code must not be imported:
+    ``manage.py refresh_request_figures`` figures it, as it does after any price change.
+    """
     Warning = apps.get_model("dashboard", "Warning")
     Event = apps.get_model("dashboard", "Event")
-    ModelPrice = apps.get_model("dashboard", "ModelPrice")
-    RequestAnalysis = apps.get_model("dashboard", "RequestAnalysis")
-    prices = [Price.of(row) for row in ModelPrice.objects.all()]
     changed = []
     for warning in Warning.objects.select_related("request").iterator():
         found = SEQ_AT_END.search(warning.place)
         warning.seq = int(found.group(1)) if found is not None and warning.request_id is None else None
-        request = warning.request
-        if request is not None:
-            analysis = RequestAnalysis.objects.filter(request_id=request.pk).values_list("data", flat=True).first()
-            facts = RequestFacts.of(
-                model=request.model,
-                usage=(
-                    request.uncached_input_tokens,
-                    request.cache_read_tokens,
-                    request.cache_write_5m_tokens,
-                    request.cache_write_1h_tokens,
-                ),
-                analysis=analysis if isinstance(analysis, dict) else None,
-            )
-            warning.happened_at = request.started_at
-            warning.tokens_at_stake = tokens_at_stake(warning.kind, facts)
-            warning.cost_at_stake = cost_at_stake(warning.tokens_at_stake, request.model, prices)
-        else:
+        if warning.request is not None:
+            warning.happened_at = warning.request.started_at
+        elif warning.seq is not None:
             warning.happened_at = (
                 Event.objects.filter(session_id=warning.session_id, seq=warning.seq)
                 .values_list("time", flat=True)
                 .first()
-                if warning.seq is not None
-                else None
             )
-            warning.tokens_at_stake, warning.cost_at_stake = 0, 0
         changed.append(warning)
-    Warning.objects.bulk_update(
-        changed, ["seq", "happened_at", "tokens_at_stake", "cost_at_stake"], batch_size=BATCH
-    )
+    Warning.objects.bulk_update(changed, ["seq", "happened_at"], batch_size=BATCH)
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0020_session_labels'),
+        ("dashboard", "0020_session_labels"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='warning',
-            name='cost_at_stake',
-            field=models.DecimalField(blank=True, decimal_places=8, help_text='What those tokens cost beyond a cache read, in USD; null when no price matches the model.', max_digits=18, null=True),
+            model_name="warning",
+            name="cost_at_stake",
+            field=models.DecimalField(
+                blank=True,
+                decimal_places=8,
+                help_text="What those tokens cost beyond a cache read, in USD; null when no price matches the model.",
+                max_digits=18,
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='warning',
-            name='happened_at',
-            field=models.DateTimeField(blank=True, help_text="When it happened, from the data: the request's start or the event's time.", null=True),
+            model_name="warning",
+            name="happened_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When it happened, from the data: the request's start or the event's time.",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='warning',
-            name='seq',
-            field=models.PositiveIntegerField(blank=True, help_text='The event it concerns, if one.', null=True),
+            model_name="warning",
+            name="seq",
+            field=models.PositiveIntegerField(
+                blank=True, help_text="The event it concerns, if one.", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='warning',
-            name='tokens_at_stake',
-            field=models.BigIntegerField(default=0, help_text='Prompt tokens whose billing the warning puts in doubt.'),
+            model_name="warning",
+            name="tokens_at_stake",
+            field=models.BigIntegerField(
+                default=0, help_text="Prompt tokens whose billing the warning puts in doubt."
+            ),
         ),
         migrations.AlterField(
-            model_name='warning',
-            name='kind',
-            field=models.CharField(choices=[('render-mismatch', 'Render Mismatch'), ('over-credit', 'Over Credit'), ('unexplained-miss', 'Unexplained Miss'), ('model-error', 'Model Error'), ('marker-limit', 'Marker Limit'), ('provider-disagrees', 'Provider Disagrees'), ('fold-error', 'Fold Error'), ('fold-divergence', 'Fold Divergence'), ('projection-mismatch', 'Projection Mismatch'), ('ingest-error', 'Ingest Error')], max_length=40),
+            model_name="warning",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("render-mismatch", "Render Mismatch"),
+                    ("over-credit", "Over Credit"),
+                    ("unexplained-miss", "Unexplained Miss"),
+                    ("model-error", "Model Error"),
+                    ("marker-limit", "Marker Limit"),
+                    ("provider-disagrees", "Provider Disagrees"),
+                    ("fold-error", "Fold Error"),
+                    ("fold-divergence", "Fold Divergence"),
+                    ("projection-mismatch", "Projection Mismatch"),
+                    ("ingest-error", "Ingest Error"),
+                ],
+                max_length=40,
+            ),
         ),
         migrations.CreateModel(
-            name='HostNote',
+            name="HostNote",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('time', models.DateTimeField(blank=True, help_text="The event's own time.", null=True)),
-                ('level', models.CharField(blank=True, max_length=20)),
-                ('line', models.TextField()),
-                ('request', models.ForeignKey(blank=True, help_text='The request its requestRef names, when it names one.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='host_notes', to='dashboard.request')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='host_notes', to='dashboard.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.PositiveIntegerField()),
+                ("time", models.DateTimeField(blank=True, help_text="The event's own time.", null=True)),
+                ("level", models.CharField(blank=True, max_length=20)),
+                ("line", models.TextField()),
+                (
+                    "request",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The request its requestRef names, when it names one.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="host_notes",
+                        to="dashboard.request",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="host_notes",
+                        to="dashboard.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'seq'), name='host_note_once_per_seq')],
+                "ordering": ["session", "seq"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "seq"), name="host_note_once_per_seq")
+                ],
             },
         ),
         migrations.RunPython(host_logs_to_notes, notes_to_host_logs),
-        migrations.RunPython(date_and_stake_warnings, migrations.RunPython.noop),
+        migrations.RunPython(date_warnings, migrations.RunPython.noop),
     ]

@@ -117,3 +117,23 @@ def host_notes_store(
     HostNote.objects.filter(session=session).delete()
     HostNote.objects.bulk_create(rows, batch_size=WRITE_BATCH)
     return len(rows)
+
+
+def warning_stakes_refresh(*, session_ids: Sequence[int], prices: Sequence[Price]) -> int:
+    """Figure again what each warning of ``session_ids`` about a request puts at stake; how many.
+
+    Stakes are priced when an analysis stores its warnings, so a price change, or warnings stored
+    before stakes existed, leave them stale until this runs (``manage.py refresh_request_figures``).
+    """
+    warnings = list(
+        Warning.objects.filter(session_id__in=session_ids, request__isnull=False).select_related(
+            "request", "request__analysis"
+        )
+    )
+    for warning in warnings:
+        analysis = getattr(warning.request, "analysis", None)
+        data = analysis.data if analysis is not None and isinstance(analysis.data, dict) else None
+        for name, value in _stakes(warning.kind, warning.request, data, prices).items():
+            setattr(warning, name, value)
+    Warning.objects.bulk_update(warnings, ["tokens_at_stake", "cost_at_stake"], batch_size=WRITE_BATCH)
+    return len(warnings)

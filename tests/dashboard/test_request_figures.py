@@ -78,7 +78,7 @@ def test_the_refresh_command_figures_old_rows_again_at_the_current_prices(tmp_pa
     out = StringIO()
     call_command("refresh_request_figures", stdout=out)
 
-    assert "3 analysed requests in 1 sessions" in out.getvalue()
+    assert "3 analysed requests and 0 warnings in 1 sessions" in out.getvalue()
     third = analysis_of(session, "msg_3")
     assert third.wasted_tokens == 130
     assert third.cost == Decimal(10 + 1600 + 150 + 20) / 1_000_000

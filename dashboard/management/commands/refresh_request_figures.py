@@ -1,6 +1,7 @@
 """``manage.py refresh_request_figures [--session ID ...]``: figure again each analysed request's
-wasted tokens and cost, after a price change or for analyses stored before those columns existed,
-so the requests list filters and sorts on current figures."""
+wasted tokens and cost, and what each of its warnings puts at stake, after a price change or for
+analyses stored before those figures existed, so the requests list and the inbox sort on current
+figures."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from django.core.management.base import BaseCommand, CommandParser
 from dashboard.models import SessionAnalysis
 from dashboard.services.costs import prices_load
 from dashboard.services.request_figures import request_figures_refresh
+from dashboard.services.warnings import warning_stakes_refresh
 
 SESSIONS_PER_BATCH = 200
 
 
 class Command(BaseCommand):
-    help = "Figure again the wasted tokens and cost of analysed requests (idempotent)."
+    help = "Figure again analysed requests' wasted tokens and cost and their warnings' stakes (idempotent)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--session", type=int, action="append", help="Only this session id (repeatable).")
@@ -27,8 +29,11 @@ class Command(BaseCommand):
             sessions = sessions.filter(session_id__in=options["session"])
         ids = list(sessions)
         prices = prices_load()
-        written = 0
+        written = staked = 0
         for start in range(0, len(ids), SESSIONS_PER_BATCH):
             batch = ids[start : start + SESSIONS_PER_BATCH]
             written += request_figures_refresh(session_ids=batch, prices=prices)
-        self.stdout.write(f"{written} analysed requests in {len(ids)} sessions figured again")
+            staked += warning_stakes_refresh(session_ids=batch, prices=prices)
+        self.stdout.write(
+            f"{written} analysed requests and {staked} warnings in {len(ids)} sessions figured again"
+        )
