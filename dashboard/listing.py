@@ -22,7 +22,7 @@ from django.db.models.functions import Coalesce
 from django.http import QueryDict
 
 from dashboard.models import Session
-from dashboard.query_params import MAX_DB_INTEGER, text_param, unstorable
+from dashboard.query_params import MAX_DB_INTEGER, TIME_EXPECTED, iso_moment, text_param, unstorable
 from projections.formats.limits import EARLIEST_TIME, LATEST_TIME
 
 SESSION_SORTS: dict[str, str] = {
@@ -93,8 +93,8 @@ class SessionFilters:
             label=_label(text_param(params, "label", errors), errors),
             started_from=_parse(params, "from", _day, errors, _DAY_EXPECTED),
             started_to=_parse(params, "to", _day, errors, _DAY_EXPECTED),
-            since=_parse(params, "since", _moment, errors, _MOMENT_EXPECTED),
-            until=_parse(params, "until", _moment, errors, _MOMENT_EXPECTED),
+            since=_parse(params, "since", iso_moment, errors, TIME_EXPECTED),
+            until=_parse(params, "until", iso_moment, errors, TIME_EXPECTED),
             job=_parse(params, "job", _count, errors, "an ingest job's number"),
             warnings=params.get("warnings", "") in {"1", "on", "true"},
             hit_min=_parse(params, "hit_min", _percent, errors, "a percentage from 0 to 100"),
@@ -294,22 +294,6 @@ def _day(raw: str) -> date:
     if not EARLIEST_TIME.date() <= day <= LATEST_TIME.date():
         raise ValueError(raw)
     return day
-
-
-_MOMENT_EXPECTED = f"a time like 2026-01-31T09:00:00Z, from {EARLIEST_TIME.date()} to {LATEST_TIME.date()}"
-
-
-def _moment(raw: str) -> datetime:
-    # A time without a zone is UTC, as the overview's links write it.
-    moment = datetime.fromisoformat(raw)
-    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    try:
-        within = EARLIEST_TIME <= moment <= LATEST_TIME
-    except OverflowError:  # a time at the calendar's edge, moved out of it by its zone
-        within = False
-    if not within:
-        raise ValueError(raw)
-    return moment
 
 
 def _start_of(day: date, *, days: int = 0) -> datetime:

@@ -8,8 +8,13 @@ message), which the page shows.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib import messages
 from django.http import HttpRequest, QueryDict
+from django.utils import timezone
+
+from projections.formats.limits import EARLIEST_TIME, LATEST_TIME
 
 MAX_TEXT = 200
 """The longest text filter kept; no source, model or event type name is longer."""
@@ -61,3 +66,26 @@ def choice_param(params: QueryDict, name: str, choices: set[str], errors: dict[s
         errors[name] = f"{value[:40]!r} is not one of {', '.join(sorted(choices))}"
         return ""
     return value
+
+
+TIME_EXPECTED = (
+    f"a time like 2026-01-31 or 2026-01-31T09:00Z, from {EARLIEST_TIME.date()} to {LATEST_TIME.date()}"
+)
+"""What a time filter (``since``, ``until``) accepts, for the message naming a bad one."""
+
+
+def iso_moment(raw: str) -> datetime:
+    """An ISO date or time from a URL; one without a zone is in the dashboard's zone (``TIME_ZONE``).
+
+    Raises ``ValueError`` for text that is no time, or a time outside what the database stores.
+    """
+    moment = datetime.fromisoformat(raw)
+    try:
+        if moment.tzinfo is None:
+            moment = timezone.make_aware(moment)
+        within = EARLIEST_TIME <= moment <= LATEST_TIME
+    except OverflowError:  # a time at the calendar's edge, shifted out of it by its zone
+        within = False
+    if not within:
+        raise ValueError(raw)
+    return moment

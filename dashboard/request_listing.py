@@ -18,14 +18,12 @@ from typing import get_args
 
 from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
-from django.utils import timezone
 
 from dashboard.models import Request
 from dashboard.models.requests import CHAIN_MAX_LENGTH
-from dashboard.query_params import MAX_DB_INTEGER, choice_param, text_param
+from dashboard.query_params import MAX_DB_INTEGER, TIME_EXPECTED, choice_param, iso_moment, text_param
 from projections.cache.causes import CauseLabel
 from projections.cache.verdict import LABEL_MEANINGS
-from projections.formats.limits import EARLIEST_TIME, LATEST_TIME
 
 LABELS = frozenset(LABEL_MEANINGS)
 """The miss labels, without the ``@tier:position`` a ``prefix-changed`` label carries."""
@@ -55,10 +53,6 @@ REQUEST_SORTS: dict[str, Sort] = {
 }
 DEFAULT_SORT = "-started"
 SORTS = frozenset(REQUEST_SORTS) | {f"-{key}" for key in REQUEST_SORTS}
-
-_TIME_EXPECTED = (
-    f"a time like 2026-01-31 or 2026-01-31T09:00, from {EARLIEST_TIME.date()} to {LATEST_TIME.date()}"
-)
 
 
 @dataclass(frozen=True)
@@ -175,17 +169,7 @@ def _time(params: QueryDict, name: str, errors: dict[str, str]) -> datetime | No
     if not raw:
         return None
     try:
-        moment = datetime.fromisoformat(raw)
+        return iso_moment(raw)
     except ValueError:
-        errors[name] = f"{raw[:40]!r} is not {_TIME_EXPECTED}"
+        errors[name] = f"{raw[:40]!r} is not {TIME_EXPECTED}"
         return None
-    try:
-        if moment.tzinfo is None:
-            moment = timezone.make_aware(moment)
-        within = EARLIEST_TIME <= moment <= LATEST_TIME
-    except OverflowError:  # a time at the calendar's edge, shifted out of it by its zone
-        within = False
-    if not within:
-        errors[name] = f"{raw[:40]!r} is not {_TIME_EXPECTED}"
-        return None
-    return moment

@@ -194,3 +194,19 @@ def test_the_stored_fixture_has_rows_for_every_filter(stored: Session) -> None:
     assert Source.objects.filter(name="farm").exists()
     assert stored.requests.exists()
     assert stored.warnings.exists()
+
+
+def test_both_lists_read_a_time_without_a_zone_in_the_dashboards_zone(settings: Any) -> None:
+    from datetime import UTC, datetime
+
+    from django.http import QueryDict
+
+    from dashboard.listing import SessionFilters
+    from dashboard.request_listing import RequestFilters
+
+    settings.TIME_ZONE = "Europe/Paris"
+    params = QueryDict("since=2026-01-31T09:00&until=2026-01-31T10:00Z")
+    sessions, requests = SessionFilters.from_query(params), RequestFilters.from_query(params)
+    nine_in_paris = datetime(2026, 1, 31, 8, 0, tzinfo=UTC)
+    assert (sessions.since, requests.since) == (nine_in_paris, nine_in_paris)
+    assert sessions.until == requests.until == datetime(2026, 1, 31, 10, 0, tzinfo=UTC)
