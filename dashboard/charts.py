@@ -1,6 +1,6 @@
 """Plotly figure dicts for the pages; the only module that knows about plotly's figure format.
 
-Figures are built as plain JSON-ready dicts, passed to the page with ``json_script`` and drawn by a
+Figures are built as plain JSON-ready dicts, passed to the page with the ``chart_json`` filter and drawn by a
 small script in ``static/js/``. The session's context breakdown chart, the largest, has its own
 module, ``dashboard.breakdown_chart``, and so do the overview's charts over time,
 ``dashboard.fleet_charts``; both build on this one's layout.

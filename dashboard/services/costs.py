@@ -39,6 +39,8 @@ from dashboard.models.requests import current_lineage
 from projections import provider_rules
 
 MILLION = Decimal(1_000_000)
+COST_PLACES = Decimal("0.00000001")
+"""The places a stored cost keeps: the columns that hold one have eight decimals."""
 ZERO = Decimal(0)
 TTL_5M = timedelta(minutes=5)
 TTL_1H = timedelta(hours=1)
@@ -314,12 +316,6 @@ def sessions_cost_map(*, session_ids: Sequence[int]) -> dict[int, Decimal]:
         .order_by()
     )
     return _grouped_costs("session_id", rows, prices_load())
-
-
-def sources_cost_map() -> dict[int, Decimal]:
-    """The cost of every source's priced requests, by source id."""
-    rows = Request.objects.values("session__source_id", "model").annotate(**_BUCKET_SUMS).order_by()
-    return _grouped_costs("session__source_id", rows, prices_load())
 
 
 def usd(value: Decimal | None) -> str:

@@ -25,9 +25,8 @@ from django.db import connection, transaction
 
 from dashboard.models import Request, RequestAnalysis
 from dashboard.models.requests import current_lineage
-from dashboard.services.costs import Price, Tokens, price_match, prices_load, usage_cost
+from dashboard.services.costs import COST_PLACES, Price, Tokens, price_match, prices_load, usage_cost
 
-COST_PLACES = Decimal("0.00000001")
 """The stored cost's precision: a hundred-millionth of a dollar, finer than any token's price."""
 WRITE_BATCH = 500
 

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from dashboard.services.costs import MILLION, Price, price_match
-
-COST_PLACES = Decimal("0.00000001")
+from dashboard.services.costs import COST_PLACES, MILLION, Price, price_match
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,39 +94,6 @@ def sort_query(context: dict[str, Any], key: str) -> str:
     return query(context, sort=key if current == f"-{key}" else f"-{key}")
 
 
-PREVIEW_CHARS = 240
-
-
-@register.filter
-def event_preview(data: Any) -> str:
-    """A one-line, plain-text glimpse of an event's data; the template escapes it."""
-    text = _first_text(data)
-    if text is None:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-
-
-def _first_text(data: Any) -> str | None:
-    if not isinstance(data, dict):
-        return None
-    message = data.get("message", data)
-    if isinstance(message, dict):
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict):
-                    for key in ("text", "arguments"):
-                        if isinstance(block.get(key), str):
-                            return str(block[key])
-    for key in ("summary", "line", "text"):
-        if isinstance(data.get(key), str):
-            return str(data[key])
-    return None
-
-
 UNIT_PREVIEW_CHARS = 4000
 INLINE_DATA_CHARS = 200
 

@@ -98,11 +98,6 @@ def event_name(item: LogItem) -> str:
     return name.removeprefix(EVENT_PREFIX)
 
 
-def is_claude_code_event(item: LogItem) -> bool:
-    """Whether ``item`` is one of the events this module reads."""
-    return event_name(item) in CALL_EVENTS | SESSION_EVENTS
-
-
 def claude_code_sessions(
     items: Iterable[LogItem], path: str, errors: list[LineError]
 ) -> list[TelemetrySession]:
