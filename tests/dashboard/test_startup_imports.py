@@ -1,5 +1,5 @@
 """What starting Django loads: the command line stays fast because Celery, the analysis engine,
-the recorder's HTTP stack and plotly load only where used, while workers still find every task and
+and the recorder's HTTP stack load only where used, while workers still find every task and
 each ingest still runs its follow-ups."""
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 LOADED_ON_FIRST_USE = (
-    "plotly",
     "aiohttp",
     "celery",
     "celery.worker",
