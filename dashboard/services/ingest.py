@@ -3,87 +3,34 @@
 Each session is written in its own transaction, so a session is either stored whole or not at all,
 and a bad session never takes its neighbours in the same file down with it. Ingest is idempotent:
 events are keyed by ``(session, seq)`` and requests by ``(session, key)``, so the same file twice
-adds nothing, and a log that has grown since adds only its new events.
+adds nothing, and a log that has grown since adds only its new events (the rows are written by
+:mod:`dashboard.services.session_writer`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import DataError, IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
-from dashboard.models import Event, IngestError, IngestJob, IngestNotice, Request, Session, Source
+from dashboard.models import IngestError, IngestJob, IngestNotice, Session, Source
 from dashboard.services.blocks import BlockStore
-from dashboard.services.event_writer import EventWriter
 from dashboard.services.followups import enqueue_session_followups, followups_pending, followups_record
 from dashboard.services.gc_pause import gc_paused
+from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.projcache import projcache_ingest
-from dashboard.services.request_rows import request_row
 from dashboard.services.rollups import rollups_refresh_sessions
-from dashboard.services.summaries import session_refresh_summary
-from projections.context_series import answering_seq
+from dashboard.services.session_writer import write_session
 from projections.formats import read_sessions
-from projections.normalized import (
-    EventRecord,
-    FormatError,
-    LineError,
-    LineNotice,
-    RequestRecord,
-    SessionImport,
-)
+from projections.normalized import FormatError, LineError, SessionImport
 
-BATCH_SIZE = 2000
-REQUEST_UNITS_BATCH = 5_000
-"""Queued requests are written once their bodies' units reach this many: a session whose every call
-resends the whole conversation has thousands of units per request, and a count of requests alone
-would hold hundreds of megabytes of them."""
 PROJCACHE_NAME = "session_projcache.json"
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of input bytes finished since the last call."""
-
-
-@dataclass
-class IngestSummary:
-    """What one ingest did; printed by the command and stored on the job."""
-
-    sessions_added: int = 0
-    sessions_updated: int = 0
-    sessions_unchanged: int = 0
-    events_added: int = 0
-    requests_added: int = 0
-    duplicates: int = 0
-    errors: list[LineError] = field(default_factory=list)
-    """Lines, files or sessions that were not stored."""
-    notices: list[LineNotice] = field(default_factory=list)
-    """Lines stored after a change that made them storable (a NUL replaced): listed, not errors."""
-    session_ids: list[int] = field(default_factory=list)
-    changed_session_ids: list[int] = field(default_factory=list)
-    """Sessions this ingest added or updated: what its job links to."""
-    followups_pending: list[int] = field(default_factory=list)
-    """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
-
-    @property
-    def sessions(self) -> int:
-        return self.sessions_added + self.sessions_updated + self.sessions_unchanged
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "sessions": self.sessions,
-            "sessions_added": self.sessions_added,
-            "sessions_updated": self.sessions_updated,
-            "sessions_unchanged": self.sessions_unchanged,
-            "events": self.events_added,
-            "requests": self.requests_added,
-            "duplicates": self.duplicates,
-            "errors": len(self.errors),
-            "notices": len(self.notices),
-        }
 
 
 def input_size(paths: Iterable[Path]) -> int:
@@ -189,7 +136,7 @@ def ingest_session(
     try:
         with gc_paused(), transaction.atomic():
             requests_before = summary.requests_added
-            session = _write_session(imported, source, summary, blocks)
+            session = write_session(imported, source, summary, blocks)
             if summary.requests_added > requests_before:
                 # In the session's transaction, so the overview's sums commit with the requests.
                 rollups_refresh_sessions(session_ids=[session.pk])
@@ -233,152 +180,6 @@ def ingest_session(
 
     transaction.on_commit(follow_up)
     return session
-
-
-def _write_session(
-    imported: SessionImport, source: Source, summary: IngestSummary, blocks: BlockStore
-) -> Session:
-    session, created = Session.objects.select_for_update().get_or_create(
-        source=source,
-        external_id=imported.external_id[:200],
-        defaults=_session_fields(imported),
-    )
-    if not created:
-        # Facts that only grow: a later copy of the log may know more (an end, a title).
-        for name, value in _session_fields(imported).items():
-            if value and not getattr(session, name):
-                setattr(session, name, value)
-    # Events are append-only: a seq at or below the stored maximum is most likely a repeat, and is
-    # checked against the stored row in batches rather than by loading the whole log's seqs.
-    last_seq = Event.objects.filter(session=session).aggregate(last=Max("seq"))["last"]
-    events = EventWriter(session.pk, batch_size=BATCH_SIZE)
-    repeats = RepeatedEvents(session, imported.path, events, summary)
-    stored_keys = set(Request.objects.filter(session=session).values_list("key", flat=True))
-    next_ordinal = len(stored_keys)
-    requests: list[Request] = []
-    pending_units = 0
-    added_requests = 0
-
-    previous: EventRecord | None = None
-    for item in imported.items:
-        if isinstance(item, EventRecord):
-            previous = item
-            if last_seq is not None and item.seq <= last_seq:
-                repeats.add(item)
-            else:
-                events.add(item)
-                # A seq of this import seen again (a batch that repeats a line) is a repeat too.
-                last_seq = item.seq
-        elif isinstance(item, RequestRecord):
-            if item.key in stored_keys:
-                summary.duplicates += 1
-                continue
-            stored_keys.add(item.key)
-            row = request_row(session, item, next_ordinal, blocks, imported.path, summary.errors)
-            session.client_version = item.client_version or session.client_version
-            row.event_seq = answering_seq(previous)
-            requests.append(row)
-            next_ordinal += 1
-            pending_units += len(row.units or ())
-            if len(requests) >= BATCH_SIZE // 10 or pending_units >= REQUEST_UNITS_BATCH:
-                blocks.flush()
-                added_requests += _flush_requests(requests)
-                pending_units = 0
-        elif isinstance(item, LineNotice):
-            summary.notices.append(item)
-        else:
-            summary.errors.append(item)
-
-    blocks.flush()
-    repeats.resolve()
-    added_events = events.flush()
-    added_requests += _flush_requests(requests)
-    if created or added_events:
-        # Only a change to the stored log can change whether it folds; a bad copy that added nothing
-        # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
-        session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
-    session.crash_tail = imported.crash_tail or session.crash_tail
-    if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
-        session.ended_at = imported.ended_at
-    session_refresh_summary(session, events_added=added_events, event_times=events.time_range)
-
-    summary.events_added += added_events
-    summary.requests_added += added_requests
-    if created:
-        summary.sessions_added += 1
-    elif added_events or added_requests:
-        summary.sessions_updated += 1
-    else:
-        summary.sessions_unchanged += 1
-    return session
-
-
-class RepeatedEvents:
-    """Events of an import whose seq is already within the stored log.
-
-    Each is checked against the stored row: the same type is a duplicate and skipped; another
-    type is reported and the stored log kept; a seq the log lacks (a hole left by a bad line
-    earlier) is written now.
-    """
-
-    def __init__(self, session: Session, path: str, writer: EventWriter, summary: IngestSummary) -> None:
-        self.session = session
-        self.path = path
-        self.writer = writer
-        self.summary = summary
-        self.pending: dict[int, EventRecord] = {}
-
-    def add(self, event: EventRecord) -> None:
-        if event.seq in self.pending:
-            self.summary.duplicates += 1
-            return
-        self.pending[event.seq] = event
-        if len(self.pending) >= BATCH_SIZE:
-            self.resolve()
-
-    def resolve(self) -> None:
-        if not self.pending:
-            return
-        # A repeat may be of an event this import queued but has not written yet.
-        self.writer.flush()
-        stored = dict(
-            Event.objects.filter(session=self.session, seq__in=list(self.pending)).values_list("seq", "type")
-        )
-        for seq, event in self.pending.items():
-            if seq not in stored:
-                self.writer.add(event)
-                continue
-            self.summary.duplicates += 1
-            if stored[seq] != event.type:
-                reason = (
-                    f"seq {seq} is stored as {stored[seq]!r} but the file has {event.type!r} here; "
-                    "the stored log is kept"
-                )
-                self.summary.errors.append(LineError(self.path, event.line, "seq", reason))
-        self.pending.clear()
-
-
-def _session_fields(imported: SessionImport) -> dict[str, object]:
-    return {
-        "format": imported.format,
-        "format_version": imported.format_version,
-        "title": imported.title[:300],
-        "cwd": imported.cwd[:500],
-        "started_at": imported.started_at,
-        "ended_at": imported.ended_at,
-        "parent_external_id": (imported.parent_external_id or "")[:200],
-        "lineage": imported.lineage,
-        "source_path": imported.path[-1000:],
-        "labels": dict(imported.labels),
-    }
-
-
-def _flush_requests(rows: list[Request]) -> int:
-    count = len(rows)
-    if rows:
-        Request.objects.bulk_create(rows)
-        rows.clear()
-    return count
 
 
 def link_parents(source: Source) -> int:
