@@ -118,7 +118,7 @@ def _ccusage(corpus: Corpus, env: dict[str, str]) -> Command | None:
         [npx, "--no-install", "ccusage", "--version"], env=env, capture_output=True, text=True, timeout=60
     )
     if probe.returncode:
-        print("(no ccusage run: `npx --no-install ccusage` is not available on this machine)")
+        print("(no ccusage run: `npx --no-install ccusage` is not installed here)")
         return None
     ccusage_env = env | {"CLAUDE_CONFIG_DIR": str(corpus.root)}
     argv = [npx, "--no-install", "ccusage", "daily", "--offline", "--json"]
