@@ -1,7 +1,9 @@
 """Memory stays bounded on the two inputs built to exhaust it: a 100 MB line and a zstd bomb.
 
-Each is read in a fresh interpreter whose peak resident size (``ru_maxrss``) is reported back, which
-counts the C-level buffers of the zstd decoder that ``tracemalloc`` would miss.
+Each is read in a fresh interpreter whose peak resident size (``VmHWM``) is reported back, which
+counts the C-level buffers of the zstd decoder that ``tracemalloc`` would miss. Not ``ru_maxrss``:
+Linux carries it across ``exec`` from the forked parent, so a child of a large test process would
+report the parent's size.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PEAK_LIMIT_BYTES = 300 * 1024 * 1024
 
 _READER = """
-import json, resource, sys
+import json, sys
 from pathlib import Path
 from projections.formats import read_sessions
 from projections.normalized import EventRecord, LineError
@@ -29,7 +31,10 @@ for session in read_sessions(Path(sys.argv[1])):
             errors.append([item.path, item.line, item.field, item.reason])
         elif isinstance(item, EventRecord):
             seqs.append(item.seq)
-peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak_kib = next(
+    int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+    if line.startswith("VmHWM:")
+)
 print(json.dumps({"errors": errors, "seqs": seqs, "peak": peak_kib * 1024}))
 """
 
