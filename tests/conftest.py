@@ -1,10 +1,33 @@
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _seeded_prices(request: pytest.FixtureRequest) -> None:
+    """Every database test starts with the price table migration 0005 seeds, as a deployment does.
+
+    A transactional test (a live server's) ends by flushing every table, seeded rows included, so
+    without this a test that prices a request would pass or fail by which tests ran before it.
+    """
+    marker = request.node.get_closest_marker("django_db")
+    transactional = "live_server" in request.fixturenames or (
+        marker is not None and bool(marker.kwargs.get("transaction"))
+    )
+    if marker is None and not transactional:
+        return
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    from django.apps import apps
+
+    from dashboard.models import ModelPrice
+
+    if not ModelPrice.objects.exists():
+        import_module("dashboard.migrations.0005_api_tokens_prices").seed_prices(apps, None)
 
 
 @pytest.fixture
