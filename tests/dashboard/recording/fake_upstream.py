@@ -141,7 +141,9 @@ class FakeUpstream:
                 written += chunk
                 if self.event_delay:
                     await asyncio.sleep(self.event_delay)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ConnectionResetError):
+            # The proxy closed the call: seen as a cancelled handler while the stream waits, or as a
+            # failed write when the close lands while the stream is still writing.
             self.cancelled.set()
             raise
         self.sent.append(written)
