@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis, Source, Warning
 from dashboard.services.analysis import session_analyse
+from dashboard.services.costs import usd
 from dashboard.services.rollups import rollups_rebuild
 from tests.dashboard.test_analysis import START, capture, conversation, ingest_captures, usage_row
 
@@ -183,6 +184,7 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
     wasters = viewer_client.get(reverse("dashboard:overview_wasted")).context["wasters"]
     assert wasters[0]["session"] == wasteful
     assert wasters[0]["tokens"] == 20_000  # neither write was read back within its TTL
+    assert f'<td class="num">{usd(wasters[0]["cost"])}</td>' in fragment.content.decode()  # one style
     kinds = dict(
         zip(*[response.context["warnings_chart"]["data"][0][axis] for axis in ("x", "y")], strict=True)
     )
