@@ -126,11 +126,22 @@ TERMS: tuple[Term, ...] = (
     Term(
         "wasted write",
         "Tokens written to the cache and never read back before the entry expired.",
+        "Counted per session from each write and the next request of its lineage: a write that request "
+        "did not read in time, or any write of a lineage's last request. Not the same as re-processed "
+        "tokens, which count what a request failed to read, written or not.",
     ),
     Term(
         "re-written",
         "Tokens written to the cache again after an earlier request had already cached them: the cost "
         "of an expired entry or a broken prefix.",
+    ),
+    Term(
+        "re-processed",
+        "Prompt tokens the previous request of the lineage had cached that this request did not read, "
+        "and so sent through the model again, as uncached input or as a new cache write.",
+        "Counted per request on the requests list, which filters and sorts on it. The part of them "
+        "written again is the re-written tokens; a wasted write is another figure: tokens written and "
+        "never read back.",
     ),
     Term(
         "provider diagnosis",

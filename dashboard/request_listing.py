@@ -1,9 +1,11 @@
 """The requests list as a tool: filters and sort parsed from the URL, applied to the requests.
 
 The list page and its CSV and JSON exports share this one parse of the query string, so what is
-exported is exactly what is shown. Labels, causes, wasted tokens and costs are read from the
+exported is exactly what is shown. Labels, causes, re-processed tokens and costs are read from the
 columns the analysis stores beside each request (:class:`~dashboard.models.RequestAnalysis`); a
-request not analysed yet has none; sorting by a figure lists the requests that have it.
+request not analysed yet has none; sorting by a figure lists the requests that have it. Re-processed
+tokens keep their first name in the column (``wasted_tokens``) and in links (``min_wasted``,
+``sort=wasted``), so stored rows and saved links still work.
 
 ``since`` and ``until`` take ISO times (``2026-01-31``, ``2026-01-31T09:00``, with or without a
 zone; without one, the dashboard's own zone): ``since`` is inclusive and ``until`` exclusive, so

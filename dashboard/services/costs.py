@@ -18,7 +18,10 @@ rules: 5 minutes on Claude, 30 minutes for the writes GPT-5.6 and later report a
 last request, which nothing reads.
 
 Re-written tokens: a request that reads less than the previous request of its lineage had cached
-(``r_prev + w_prev``) and writes again writes up to that shortfall a second time.
+(``r_prev + w_prev``, :func:`cached_shortfall`) and writes again writes up to that shortfall a second
+time. Not to be taken for the requests list's re-processed tokens
+(:mod:`dashboard.services.request_figures`): those are the whole shortfall a request sent again,
+written or not, where a wasted write is a write that nothing read back.
 """
 
 from __future__ import annotations
@@ -101,8 +104,10 @@ class SessionCost:
     unpriced_requests: int
     unpriced_models: tuple[str, ...]
     rewritten_tokens: int
+    """Written again after the previous request of the lineage had cached them."""
     rewritten_cost: Decimal
     wasted_write_tokens: int
+    """Written and never read back: expired before the next request, or the lineage's last writes."""
     wasted_write_cost: Decimal
 
 
@@ -178,13 +183,23 @@ def _unread_writes(call: Call, following: Call | None) -> tuple[int, int]:
     return written_1h - read_1h, written_5m - read_5m
 
 
+def cached_shortfall(previous: Tokens, current: Tokens) -> int:
+    """Of the prefix ``previous`` left cached (what it read plus what it wrote), the tokens ``current``
+    did not read: it sent them through the model again, as uncached input or as writes.
+
+    Both the re-written tokens of a session's cost and the re-processed tokens of each request
+    (:mod:`dashboard.services.request_figures`) are drawn from this one shortfall.
+    """
+    cached = previous.cache_read + previous.cache_write_1h + previous.cache_write_5m
+    return max(0, cached - current.cache_read)
+
+
 def _rewrites(previous: Call | None, call: Call) -> tuple[int, int]:
     """The 1-hour and 5-minute tokens ``call`` wrote that ``previous`` had already cached."""
     if previous is None:
         return 0, 0
-    tokens = previous.tokens
-    shortfall = tokens.cache_read + tokens.cache_write_1h + tokens.cache_write_5m - call.tokens.cache_read
-    if shortfall <= 0:
+    shortfall = cached_shortfall(previous.tokens, call.tokens)
+    if shortfall == 0:
         return 0, 0
     again_1h = min(call.tokens.cache_write_1h, shortfall)
     again_5m = min(call.tokens.cache_write_5m, shortfall - again_1h)
@@ -196,8 +211,8 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
     total = ZERO
     priced = 0
     unpriced: set[str] = set()
-    rewritten_tokens = wasted_tokens = 0
-    rewritten_cost = wasted_cost = ZERO
+    rewritten_tokens = wasted_write_tokens = 0
+    rewritten_cost = wasted_write_cost = ZERO
     lineages: dict[str, list[Call]] = defaultdict(list)
     for call in calls:
         lineages[call.lineage].append(call)
@@ -214,8 +229,8 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
             total += usage_cost(tokens=call.tokens, price=price)
             following = chain[index + 1] if index + 1 < len(chain) else None
             lost_1h, lost_5m = _unread_writes(call, following)
-            wasted_tokens += lost_1h + lost_5m
-            wasted_cost += (lost_1h * price.cache_write_1h + lost_5m * price.cache_write_5m) / MILLION
+            wasted_write_tokens += lost_1h + lost_5m
+            wasted_write_cost += (lost_1h * price.cache_write_1h + lost_5m * price.cache_write_5m) / MILLION
             again_1h, again_5m = _rewrites(chain[index - 1] if index else None, call)
             rewritten_tokens += again_1h + again_5m
             rewritten_cost += (again_1h * price.cache_write_1h + again_5m * price.cache_write_5m) / MILLION
@@ -227,8 +242,8 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
         unpriced_models=tuple(sorted(unpriced)),
         rewritten_tokens=rewritten_tokens,
         rewritten_cost=rewritten_cost,
-        wasted_write_tokens=wasted_tokens,
-        wasted_write_cost=wasted_cost,
+        wasted_write_tokens=wasted_write_tokens,
+        wasted_write_cost=wasted_write_cost,
     )
 
 

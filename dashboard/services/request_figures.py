@@ -1,13 +1,17 @@
 """The figures the requests list filters and sorts on, kept on each request's analysis row: what the
 request cost and the cached tokens it processed again.
 
-Wasted tokens of a request: of the prefix the previous request of its lineage left cached (that
-request's read plus its writes), what this one did not read and so sent through the model again,
-at most what it did not read of its own prompt (its uncached input plus its writes). The first
-request of a lineage wastes nothing: nothing of its lineage was cached before it. The miss label
-and cause of the same row say why; this says how much. It is the shortfall the session cost's
-re-written tokens (:mod:`dashboard.services.costs`) are drawn from, counted whether the provider
-wrote it again or read it as plain input.
+Re-processed tokens of a request: of the prefix the previous request of its lineage left cached
+(that request's read plus its writes), what this one did not read and so sent through the model
+again, at most what it did not read of its own prompt (its uncached input plus its writes). The
+first request of a lineage re-processes nothing: nothing of its lineage was cached before it. The
+miss label and cause of the same row say why; this says how much. It is the shortfall
+(:func:`~dashboard.services.costs.cached_shortfall`) the session cost's re-written tokens are drawn
+from, counted whether the provider wrote it again or read it as plain input. It is not the session
+cost's wasted writes, which are tokens written and never read back.
+
+The column that keeps it is still named ``wasted_tokens`` (as are the list's ``min_wasted`` and
+``sort=wasted`` parameters), so stored rows and saved links stay as they are.
 
 Both figures come from reported usage and the lineage the analysis decided
 (:attr:`~dashboard.models.Request.current_lineage`); the cost from the price table as it stood when
@@ -25,9 +29,16 @@ from django.db import connection, transaction
 
 from dashboard.models import Request, RequestAnalysis
 from dashboard.models.requests import current_lineage
-from dashboard.services.costs import COST_PLACES, Price, Tokens, price_match, prices_load, usage_cost
+from dashboard.services.costs import (
+    COST_PLACES,
+    Price,
+    Tokens,
+    cached_shortfall,
+    price_match,
+    prices_load,
+    usage_cost,
+)
 
-"""The stored cost's precision: a hundred-millionth of a dollar, finer than any token's price."""
 WRITE_BATCH = 500
 
 
@@ -43,18 +54,18 @@ class FigureInput:
 
 @dataclass(frozen=True, slots=True)
 class RequestFigures:
-    wasted_tokens: int
+    reprocessed_tokens: int
+    """Kept in :attr:`RequestAnalysis.wasted_tokens <dashboard.models.RequestAnalysis.wasted_tokens>`."""
     cost: Decimal | None
     """``None`` when no price matches the request's model."""
 
 
-def wasted_tokens(previous: Tokens | None, current: Tokens) -> int:
+def reprocessed_tokens(previous: Tokens | None, current: Tokens) -> int:
     """The tokens ``previous`` left cached that ``current`` processed again (see the module's text)."""
     if previous is None:
         return 0
-    cached = previous.cache_read + previous.cache_write_5m + previous.cache_write_1h
     not_read = current.uncached_input + current.cache_write_5m + current.cache_write_1h
-    return min(max(0, cached - current.cache_read), not_read)
+    return min(cached_shortfall(previous, current), not_read)
 
 
 def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) -> dict[int, RequestFigures]:
@@ -67,8 +78,8 @@ def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) ->
             matched[call.model] = price_match(model=call.model, prices=prices)
         price = matched[call.model]
         cost = None if price is None else usage_cost(tokens=call.tokens, price=price).quantize(COST_PLACES)
-        wasted = wasted_tokens(previous.get(call.lineage), call.tokens)
-        figures[call.request_id] = RequestFigures(wasted, cost)
+        reprocessed = reprocessed_tokens(previous.get(call.lineage), call.tokens)
+        figures[call.request_id] = RequestFigures(reprocessed, cost)
         previous[call.lineage] = call.tokens
     return figures
 
@@ -123,7 +134,7 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
     figures = request_figures(calls=calls, prices=prices)
     analyses = RequestAnalysis.objects.filter(session_id__in=session_ids).values_list("pk", "request_id")
     changed = [
-        (pk, figure.wasted_tokens, figure.cost)
+        (pk, figure.reprocessed_tokens, figure.cost)
         for pk, request_id in analyses.iterator()
         if (figure := figures.get(request_id)) is not None
     ]
@@ -134,11 +145,11 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
 
 
 def _figures_write(rows: Sequence[tuple[int, int, Decimal | None]]) -> None:
-    """Write (analysis id, wasted tokens, cost) rows. On PostgreSQL one ``UPDATE … FROM (VALUES …)``
+    """Write (analysis id, re-processed tokens, cost) rows. On PostgreSQL one ``UPDATE … FROM (VALUES …)``
     per batch: ``bulk_update`` builds a CASE per row in Python, some 5 ms a row, an hour for a fleet."""
     if connection.vendor != "postgresql":
         RequestAnalysis.objects.bulk_update(
-            [RequestAnalysis(pk=pk, wasted_tokens=wasted, cost=cost) for pk, wasted, cost in rows],
+            [RequestAnalysis(pk=pk, wasted_tokens=reprocessed, cost=cost) for pk, reprocessed, cost in rows],
             ["wasted_tokens", "cost"],
         )
         return
@@ -146,8 +157,8 @@ def _figures_write(rows: Sequence[tuple[int, int, Decimal | None]]) -> None:
     values = ", ".join(["(%s::bigint, %s::bigint, %s::numeric)"] * len(rows))
     # Only the model's own table name and placeholders are formatted in; every value is a parameter.
     sql = (
-        f"UPDATE {table} AS analysis SET wasted_tokens = v.wasted, cost = v.cost "  # noqa: S608
-        f"FROM (VALUES {values}) AS v (id, wasted, cost) WHERE analysis.id = v.id"
+        f"UPDATE {table} AS analysis SET wasted_tokens = v.reprocessed, cost = v.cost "  # noqa: S608
+        f"FROM (VALUES {values}) AS v (id, reprocessed, cost) WHERE analysis.id = v.id"
     )
     with connection.cursor() as cursor:
         cursor.execute(

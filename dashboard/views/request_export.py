@@ -32,7 +32,7 @@ EXPORT_COLUMNS = (
     "cache_creation_1h_tokens",
     "predicted_write_tokens",
     "output_tokens",
-    "wasted_tokens",
+    "reprocessed_tokens",
     "cost_usd",
 )
 CHUNK = 1000
@@ -64,7 +64,7 @@ def export_rows(filters: RequestFilters) -> Iterator[dict[str, Any]]:
             "cache_creation_1h_tokens": call.cache_write_1h_tokens,
             "predicted_write_tokens": call.predicted_write,
             "output_tokens": call.output_tokens,
-            "wasted_tokens": call.wasted_tokens,
+            "reprocessed_tokens": call.reprocessed_tokens,
             "cost_usd": str(call.cost) if call.cost is not None else None,
         }
 

@@ -52,7 +52,7 @@ def listed_requests() -> QuerySet[Request]:
             miss_cause=F("analysis__cause"),
             predicted_read=F("analysis__predicted_read"),
             predicted_write=F("analysis__predicted_write"),
-            wasted_tokens=F("analysis__wasted_tokens"),
+            reprocessed_tokens=F("analysis__wasted_tokens"),
             cost=F("analysis__cost"),
         )
     )

@@ -14,6 +14,7 @@ from dashboard.services.costs import (
     Call,
     Price,
     Tokens,
+    cached_shortfall,
     price_match,
     session_cost_compute,
     session_cost_of,
@@ -136,6 +137,12 @@ def test_a_request_that_misses_part_of_the_cached_prefix_writes_it_again() -> No
     cost = session_cost_of(calls=calls, prices=PRICES)
     assert cost.rewritten_tokens == 4000  # 8000 + 2000 cached, 6000 read back
     assert cost.rewritten_cost == Decimal("0.015")
+
+
+def test_the_shortfall_is_what_the_previous_request_left_cached_and_this_one_did_not_read() -> None:
+    previous = Tokens(cache_read=8_000, cache_write_5m=2_000, cache_write_1h=500)
+    assert cached_shortfall(previous, Tokens(cache_read=6_000, uncached_input=99)) == 4_500
+    assert cached_shortfall(previous, Tokens(cache_read=11_000)) == 0  # read more than was cached
 
 
 def test_a_session_without_priced_requests_has_no_total() -> None:

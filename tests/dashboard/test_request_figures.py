@@ -1,4 +1,4 @@
-"""Each analysed request keeps its first-change cause, wasted tokens and cost, which the requests
+"""Each analysed request keeps its first-change cause, re-processed tokens and cost, which the requests
 list filters and sorts on."""
 
 from __future__ import annotations
@@ -9,28 +9,53 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dashboard.models import ModelPrice, RequestAnalysis
 from dashboard.services.analysis import session_analyse
-from dashboard.services.costs import Tokens, price_match, prices_load, usage_cost
-from dashboard.services.request_figures import FigureInput, request_figures, wasted_tokens
+from dashboard.services.costs import Call, Tokens, price_match, prices_load, session_cost_of, usage_cost
+from dashboard.services.request_figures import FigureInput, reprocessed_tokens, request_figures
 from tests.dashboard.test_analysis import MODEL, analysis_of, conversation, ingest_captures
+from tests.dashboard.test_costs import SONNET
 
 
-def test_the_first_request_of_a_lineage_wastes_nothing() -> None:
-    assert wasted_tokens(None, Tokens(uncached_input=5_000, cache_write_5m=9_000)) == 0
+def test_the_first_request_of_a_lineage_re_processes_nothing() -> None:
+    assert reprocessed_tokens(None, Tokens(uncached_input=5_000, cache_write_5m=9_000)) == 0
 
 
-def test_what_the_previous_request_cached_and_this_one_did_not_read_is_wasted() -> None:
+def test_what_the_previous_request_cached_and_this_one_did_not_read_is_re_processed() -> None:
     previous = Tokens(cache_read=10_000, cache_write_5m=2_000)
-    assert wasted_tokens(previous, Tokens(cache_read=12_000, cache_write_5m=300)) == 0
-    assert wasted_tokens(previous, Tokens(cache_read=4_000, uncached_input=10, cache_write_5m=8_500)) == 8_000
+    assert reprocessed_tokens(previous, Tokens(cache_read=12_000, cache_write_5m=300)) == 0
+    assert (
+        reprocessed_tokens(previous, Tokens(cache_read=4_000, uncached_input=10, cache_write_5m=8_500))
+        == 8_000
+    )
 
 
-def test_waste_never_exceeds_what_the_request_did_not_read_of_its_own_prompt() -> None:
+def test_re_processing_never_exceeds_what_the_request_did_not_read_of_its_own_prompt() -> None:
     previous = Tokens(cache_read=50_000, cache_write_1h=5_000)
     after_compaction = Tokens(cache_read=3_000, uncached_input=20, cache_write_5m=4_000)
-    assert wasted_tokens(previous, after_compaction) == 4_020
+    assert reprocessed_tokens(previous, after_compaction) == 4_020
+
+
+TOKENS = st.builds(
+    Tokens,
+    uncached_input=st.integers(0, 20_000),
+    cache_read=st.integers(0, 60_000),
+    cache_write_5m=st.integers(0, 20_000),
+    cache_write_1h=st.integers(0, 20_000),
+)
+
+
+@given(TOKENS, TOKENS)
+def test_what_a_request_re_wrote_is_part_of_what_it_re_processed(previous: Tokens, current: Tokens) -> None:
+    # Both come from the one shortfall: re-written is the part of it the request wrote again.
+    calls = [Call("main", "claude-sonnet-4", None, previous), Call("main", "claude-sonnet-4", None, current)]
+    rewritten = session_cost_of(calls=calls, prices=[SONNET]).rewritten_tokens
+    assert 0 <= rewritten <= reprocessed_tokens(previous, current)
+    if current.uncached_input == 0:
+        assert rewritten == reprocessed_tokens(previous, current)  # nothing else to send it as
 
 
 def test_lineages_are_followed_apart_and_unpriced_models_have_no_cost() -> None:
@@ -41,12 +66,12 @@ def test_lineages_are_followed_apart_and_unpriced_models_have_no_cost() -> None:
         FigureInput(4, "side", "unknown", Tokens(cache_read=500)),
     ]
     figures = request_figures(calls=calls, prices=[])
-    assert [figures[n].wasted_tokens for n in (1, 2, 3, 4)] == [0, 0, 7_000, 0]
+    assert [figures[n].reprocessed_tokens for n in (1, 2, 3, 4)] == [0, 0, 7_000, 0]
     assert figures[3].cost is None
 
 
 @pytest.mark.django_db
-def test_storing_an_analysis_keeps_the_cause_the_waste_and_the_cost(tmp_path: Path) -> None:
+def test_storing_an_analysis_keeps_the_cause_the_re_processed_tokens_and_the_cost(tmp_path: Path) -> None:
     session = ingest_captures(tmp_path, conversation())
     session_analyse(session_id=session.pk)
 

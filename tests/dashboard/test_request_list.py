@@ -258,8 +258,21 @@ def test_an_export_row_carries_the_label_cause_figures_and_cost(viewer_client: C
     assert row["label"] == "prefix-changed@messages:4"
     assert (row["cause"], row["session_id"], row["source"]) == ("edited", "s1", "laptop")
     assert (row["model"], row["cache_read_tokens"], row["predicted_read_tokens"]) == ("opus", "1053", "1007")
-    assert row["wasted_tokens"] == "131"
+    assert row["reprocessed_tokens"] == "131"
+    assert "wasted_tokens" not in row  # the session's wasted writes are another figure
     assert row["cost_usd"] == "0.01700000"
+
+
+def test_the_list_names_its_figure_re_processed_not_wasted_and_links_the_glossary(
+    viewer_client: Client,
+) -> None:
+    fleet(5)
+    page = viewer_client.get(URL, {"sort": "-wasted"}).content.decode()
+    assert f'href="{reverse("dashboard:glossary")}#re-processed"' in page
+    assert "Re-processed tokens</a> ≥" in page
+    assert "Re-processed ▼</a></th>" in page
+    assert "Wasted" not in page  # the session page's wasted writes count something else
+    assert 'title="131"' in page  # the figure itself, still read from the wasted_tokens column
 
 
 def test_an_export_of_an_unknown_format_is_not_found(viewer_client: Client) -> None:

@@ -23,7 +23,7 @@ def listed_ids(page: Any) -> list[int]:
     return [int(href.strip("/").rsplit("/", 1)[1]) for href in hrefs]
 
 
-def test_the_requests_list_filtered_by_label_and_sorted_by_waste_exports_what_it_shows(
+def test_the_requests_list_filtered_by_label_and_sorted_by_re_processed_exports_what_it_shows(
     live_server: Any, page: Any, login_as: Any, ingest_demo_file: Any, screenshot: Any
 ) -> None:
     ingest_demo_file("claude-trace", "system-timestamp")
@@ -41,17 +41,17 @@ def test_the_requests_list_filtered_by_label_and_sorted_by_waste_exports_what_it
     expect(table.locator("tbody tr")).to_have_count(changed.count())
     expect(table).to_contain_text("matching these filters")
 
-    # The Wasted header sorts by waste, largest first, and keeps the label filter.
-    table.get_by_role("link", name="Wasted").click()
-    expect(table.locator("th[aria-sort=descending]")).to_contain_text("Wasted")
+    # The Re-processed header sorts by that figure, largest first, and keeps the label filter.
+    table.get_by_role("link", name="Re-processed").click()
+    expect(table.locator("th[aria-sort=descending]")).to_contain_text("Re-processed")
     expect(page).to_have_url(re.compile(r"[?&]sort=-wasted(&|$)"))
     expect(page).to_have_url(re.compile(r"[?&]label=prefix-changed(&|$)"))
     shown = listed_ids(page)
-    by_waste = sorted(changed, key=lambda r: (-(r.analysis.wasted_tokens or 0), -r.pk))
-    assert shown == [r.pk for r in by_waste]
+    by_reprocessed = sorted(changed, key=lambda r: (-(r.analysis.wasted_tokens or 0), -r.pk))
+    assert shown == [r.pk for r in by_reprocessed]
     for cell in ("Cause", "Predicted read", "Predicted write", "Cost"):
         expect(table.locator("thead")).to_contain_text(cell)
-    screenshot("label-by-waste")
+    screenshot("label-by-reprocessed")
 
     # Both exports hold exactly the rows shown, in the same order.
     with page.expect_download() as download_info:

@@ -1,5 +1,5 @@
 """``manage.py refresh_request_figures [--session ID ...]``: figure again each analysed request's
-wasted tokens and cost, and what each of its warnings puts at stake, after a price change or for
+re-processed tokens and cost, and what each of its warnings puts at stake, after a price change or for
 analyses stored before those figures existed, so the requests list and the inbox sort on current
 figures."""
 
@@ -18,7 +18,10 @@ SESSIONS_PER_BATCH = 200
 
 
 class Command(BaseCommand):
-    help = "Figure again analysed requests' wasted tokens and cost and their warnings' stakes (idempotent)."
+    help = (
+        "Figure again analysed requests' re-processed tokens and cost and their warnings' stakes "
+        "(idempotent)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--session", type=int, action="append", help="Only this session id (repeatable).")
