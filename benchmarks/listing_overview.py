@@ -122,7 +122,7 @@ def _raw_sums(name: str) -> Any:
         from django.db.models.functions import TruncDay
 
         from dashboard.models import Request
-        from dashboard.views.fleet_usage import fleet_window
+        from dashboard.services.fleet_usage import fleet_window
 
         window = fleet_window(name)
         assert window is not None

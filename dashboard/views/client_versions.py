@@ -3,30 +3,17 @@ each, so "which release regressed our hit rate?" has an answer on the overview."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.core.cache import cache
 from django.db.models import Count, Sum
 
 from dashboard.models import Request
 from dashboard.services.distinct_values import distinct_values
+from dashboard.services.fleet_usage import ClientVersionRow
 from dashboard.time_range import TimeWindow
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
 
 KNOWN_VERSIONS_SECONDS = 60
-
-
-@dataclass(frozen=True, slots=True)
-class ClientVersionRow:
-    """One client release's requests, sessions, prompt tokens and hit rate."""
-
-    client_version: str
-    sessions: int
-    requests: int
-    prompt_tokens: int
-    hit_rate: float | None
-    """By the one rule of :func:`projections.hit_rate.hit_rate`; ``None`` when nothing was reported."""
 
 
 def known_client_versions() -> list[str]:

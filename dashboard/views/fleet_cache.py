@@ -12,8 +12,7 @@ from dashboard.charts import warnings_by_kind_chart
 from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
 from dashboard.models import Request, RequestAnalysis, Session, Warning
 from dashboard.services.costs import sessions_cost_compute
-from dashboard.time_range import DEFAULT_RANGE, TimeWindow
-from dashboard.views.fleet_usage import (
+from dashboard.services.fleet_usage import (
     ActiveSessions,
     FleetUsage,
     Usage,
@@ -22,6 +21,7 @@ from dashboard.views.fleet_usage import (
     fleet_usage,
     fleet_window,
 )
+from dashboard.time_range import DEFAULT_RANGE, TimeWindow
 from projections.provider_diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10

@@ -13,7 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from dashboard.models import Event, HostNote, Session
 from dashboard.models.sessions import EVENTS_PER_PAGE
 from dashboard.query_params import text_param
-from dashboard.views.timeline import raw_json, timeline_items
+from dashboard.timeline import raw_json, timeline_items
 
 HOST_NOTES_SHOWN = 100
 ITEMS_PER_PAGE = 50

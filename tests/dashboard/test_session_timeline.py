@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import Event, Session, Source
+from dashboard.timeline import timeline_items
 from dashboard.views.session_timeline import ITEMS_PER_PAGE
-from dashboard.views.timeline import timeline_items
 from tests.dashboard.test_analysis import START
 
 pytestmark = pytest.mark.django_db

@@ -21,9 +21,20 @@ from django.urls import reverse
 from dashboard.models import Session, Source, UsageRollup
 from dashboard.services.costs import Tokens, price_match, prices_load, usage_cost
 from dashboard.time_range import Step, TimeWindow, time_window
-from dashboard.views.client_versions import ClientVersionRow
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
+
+
+@dataclass(frozen=True, slots=True)
+class ClientVersionRow:
+    """One client release's requests, sessions, prompt tokens and hit rate."""
+
+    client_version: str
+    sessions: int
+    requests: int
+    prompt_tokens: int
+    hit_rate: float | None
+    """By the one rule of :func:`projections.hit_rate.hit_rate`; ``None`` when nothing was reported."""
 
 
 @dataclass(slots=True)
