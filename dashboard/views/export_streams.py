@@ -1,12 +1,18 @@
-"""The CSV and JSON bodies of the lists' exports, written a row at a time so a fleet's list is
-streamed, never held in memory, and a spreadsheet never runs what a log put in a cell."""
+"""The lists' exports: one answer for both (the refusal of a bad filter, the download's name) and
+their CSV and JSON bodies, written a row at a time so a fleet's list is streamed, never held in
+memory, and a spreadsheet never runs what a log put in a cell."""
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
+
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.utils import timezone
+
+EXPORT_FORMATS = ("csv", "json")
 
 FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 """What a spreadsheet reads as the start of a formula, with the full-width forms (U+FF1D, U+FF0B,
@@ -31,12 +37,20 @@ class _Echo:
         return value
 
 
+def csv_cell(value: Any) -> Any:
+    """``value`` as one CSV cell: a list as its items joined by spaces (JSON keeps it a list), made
+    safe (:func:`csv_safe`)."""
+    if isinstance(value, list | tuple):
+        value = " ".join(str(item) for item in value)
+    return csv_safe(value)
+
+
 def csv_lines(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """A header line, then one line per row with its ``columns`` in order, each cell made safe."""
+    """A header line, then one line per row with its ``columns`` in order, each a :func:`csv_cell`."""
     writer = csv.writer(_Echo())
     yield writer.writerow(columns)
     for row in rows:
-        yield writer.writerow([csv_safe(row[column]) for column in columns])
+        yield writer.writerow([csv_cell(row[column]) for column in columns])
 
 
 def json_array(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
@@ -45,3 +59,32 @@ def json_array(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     for index, row in enumerate(rows):
         yield ("," if index else "") + "\n" + json.dumps(row, ensure_ascii=False)
     yield "\n]\n"
+
+
+def export_response(
+    *,
+    fmt: str,
+    name: str,
+    errors: Mapping[str, str],
+    columns: Sequence[str],
+    rows: Callable[[], Iterable[dict[str, Any]]],
+) -> HttpResponse | StreamingHttpResponse:
+    """The streamed download ``cachescope-<name>-<UTC time>.<fmt>`` of ``rows()``, or the answer
+    instead: 404 for a format other than CSV or JSON, 400 naming every bad filter in ``errors``.
+
+    A list whose filter could not be read is refused rather than exported without it, which would
+    hold more than was asked for. ``rows`` is called only once the export goes ahead.
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise Http404(f"no export format {fmt!r}")
+    if errors:
+        problems = "; ".join(f"{field}: {message}" for field, message in errors.items())
+        message = f"bad filter, nothing exported: {problems}\n"
+        return HttpResponseBadRequest(message, content_type="text/plain")
+    if fmt == "csv":
+        response = StreamingHttpResponse(csv_lines(columns, rows()), content_type="text/csv; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(json_array(rows()), content_type="application/json")
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response["Content-Disposition"] = f'attachment; filename="cachescope-{name}-{stamp}.{fmt}"'
+    return response

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
-from django.utils import timezone
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from dashboard.request_listing import RequestFilters
-from dashboard.views.export_streams import csv_lines, json_array
+from dashboard.views.export_streams import export_response
 from dashboard.views.requests import listed_requests
 
 EXPORT_COLUMNS = (
@@ -71,19 +70,11 @@ def export_rows(filters: RequestFilters) -> Iterator[dict[str, Any]]:
 
 @require_GET
 def request_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
-    if fmt not in ("csv", "json"):
-        raise Http404(f"no export format {fmt!r}")
     filters = RequestFilters.from_query(request.GET)
-    if filters.errors:
-        # An export that dropped a filter would hold more requests than asked for: refuse it instead.
-        problems = "; ".join(f"{name}: {message}" for name, message in filters.errors.items())
-        message = f"bad filter, nothing exported: {problems}\n"
-        return HttpResponseBadRequest(message, content_type="text/plain")
-    if fmt == "csv":
-        lines = csv_lines(EXPORT_COLUMNS, export_rows(filters))
-        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
-    else:
-        response = StreamingHttpResponse(json_array(export_rows(filters)), content_type="application/json")
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-    response["Content-Disposition"] = f'attachment; filename="cachescope-requests-{stamp}.{fmt}"'
-    return response
+    return export_response(
+        fmt=fmt,
+        name="requests",
+        errors=filters.errors,
+        columns=EXPORT_COLUMNS,
+        rows=lambda: export_rows(filters),
+    )

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
-from django.utils import timezone
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from dashboard.listing import SessionFilters
 from dashboard.models import Session
 from dashboard.services.costs import sessions_cost_map
-from dashboard.views.export_streams import csv_lines, json_array
+from dashboard.views.export_streams import export_response
 
 EXPORT_COLUMNS = (
     "session_id",
@@ -75,28 +74,13 @@ def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
         }
 
 
-def _models_joined(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Rows with their model list as one cell, as a CSV holds it."""
-    for row in rows:
-        row["models"] = " ".join(row["models"])
-        yield row
-
-
 @require_GET
 def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     filters = SessionFilters.from_query(request.GET)
-    if filters.errors:
-        # An export that dropped a filter would hold more sessions than asked for: refuse it instead.
-        problems = "; ".join(f"{name}: {message}" for name, message in filters.errors.items())
-        message = f"bad filter, nothing exported: {problems}\n"
-        return HttpResponseBadRequest(message, content_type="text/plain")
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-    if fmt == "csv":
-        lines = csv_lines(EXPORT_COLUMNS, _models_joined(export_rows(filters)))
-        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
-    elif fmt == "json":
-        response = StreamingHttpResponse(json_array(export_rows(filters)), content_type="application/json")
-    else:
-        raise Http404(f"no export format {fmt!r}")
-    response["Content-Disposition"] = f'attachment; filename="cachescope-sessions-{stamp}.{fmt}"'
-    return response
+    return export_response(
+        fmt=fmt,
+        name="sessions",
+        errors=filters.errors,
+        columns=EXPORT_COLUMNS,
+        rows=lambda: export_rows(filters),
+    )
