@@ -6,7 +6,13 @@ from dashboard.models.followups import PendingFollowup
 from dashboard.models.host_notes import HostNote
 from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
 from dashboard.models.prices import ModelPrice
-from dashboard.models.projections import FoldRun, FoldRunResult, ProjcacheCheck, ProjectionRow
+from dashboard.models.projections import (
+    FoldRun,
+    FoldRunResult,
+    ProjcacheCheck,
+    ProjectionRow,
+    ProjectionTally,
+)
 from dashboard.models.requests import Request
 from dashboard.models.rollups import UsageRollup
 from dashboard.models.sessions import Event, Session
@@ -28,6 +34,7 @@ __all__ = [
     "PendingFollowup",
     "ProjcacheCheck",
     "ProjectionRow",
+    "ProjectionTally",
     "Request",
     "RequestAnalysis",
     "Session",

@@ -40,6 +40,30 @@ class ProjectionRow(models.Model):
         return f"{self.key} v{self.ver} @ {self.session_id}#{self.seq}"
 
 
+class ProjectionTally(models.Model):
+    """A change to the stored projection rows of one key and state version: the rows, retained state
+    bytes and stopped folds it added (negative when it removed them) and when it wrote one.
+
+    Written by database triggers on :class:`ProjectionRow` (migration 0026), so every writer keeps
+    it — the fold, a re-fold, a session's deletion, a bulk load — and none takes a lock for it: a
+    change appends a row rather than updating a shared one. The projections page sums the few rows
+    per key and version, and merges them when they pile up
+    (:func:`dashboard.services.projection_tally.projection_tallies`).
+    """
+
+    key = models.CharField(max_length=80)
+    ver = models.PositiveIntegerField()
+    rows = models.BigIntegerField(default=0)
+    state_bytes = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0, help_text="Rows whose fold stopped (a non-empty error).")
+    last_fold = models.DateTimeField(
+        null=True, blank=True, help_text="The latest write of a row it counts; null for a removal."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.key} v{self.ver} {self.rows:+d} rows"
+
+
 class FoldRunQuerySet(models.QuerySet["FoldRun"]):
     def unfinished(self) -> FoldRunQuerySet:
         return self.filter(status__in=(FoldRun.Status.QUEUED, FoldRun.Status.RUNNING))

@@ -8,7 +8,6 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Count, Max, Q, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -16,8 +15,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from dashboard.models import FoldRun, FoldRunResult, ProjectionRow
+from dashboard.models import FoldRun, FoldRunResult
 from dashboard.roles import OPERATOR, has_role
+from dashboard.services.projection_tally import VersionTally, projection_tallies
 from dashboard.services.refold import RefoldError, fold_run_create, fold_run_resume
 from dashboard.services.refold_report import fold_run_report
 from dashboard.views.htmx import HtmxHttpRequest
@@ -82,33 +82,33 @@ def refold_choices() -> list[tuple[str, list[tuple[str, str]]]]:
 
 def projection_keys() -> list[dict[str, Any]]:
     """Per key: its live and defined versions, and the rows stored under each version."""
-    stats = {
-        (row["key"], row["ver"]): row
-        for row in ProjectionRow.objects.values("key", "ver").annotate(
-            rows=Count("id"),
-            bytes=Sum("state_bytes"),
-            last_fold=Max("updated_at"),
-            errors=Count("id", filter=~Q(error="")),
-        )
-    }
+    tallies = projection_tallies()
     keys = []
     for key, live in live_versions().items():
-        versions = [
-            {"ver": ver, "live": ver == live, **stats.get((key, ver), {"rows": 0, "bytes": 0, "errors": 0})}
-            for ver in defined_versions(key)
-        ]
-        stale = [
-            row for (known, ver), row in stats.items() if known == key and ver not in defined_versions(key)
-        ]
+        defined = defined_versions(key)
+        versions = []
+        for ver in defined:
+            tally = tallies.get((key, ver), VersionTally(rows=0, state_bytes=0, errors=0, last_fold=None))
+            versions.append(
+                {
+                    "ver": ver,
+                    "live": ver == live,
+                    "rows": tally.rows,
+                    "bytes": tally.state_bytes,
+                    "errors": tally.errors,
+                    "last_fold": tally.last_fold,
+                }
+            )
+        stale = [tally for (known, ver), tally in tallies.items() if known == key and ver not in defined]
         keys.append(
             {
                 "key": key,
                 "live": live,
-                "defined": defined_versions(key),
+                "defined": defined,
                 "versions": versions,
-                "rows": sum(v["rows"] for v in versions) + sum(row["rows"] for row in stale),
-                "bytes": sum(v["bytes"] or 0 for v in versions),
-                "last_fold": max((v["last_fold"] for v in versions if v.get("last_fold")), default=None),
+                "rows": sum(v["rows"] for v in versions) + sum(tally.rows for tally in stale),
+                "bytes": sum(v["bytes"] for v in versions),
+                "last_fold": max((v["last_fold"] for v in versions if v["last_fold"]), default=None),
             }
         )
     return keys
