@@ -306,7 +306,7 @@ SESSION_COLUMNS = (
     "format_version", "source_path", "started_at", "ended_at", "unfoldable", "crash_tail",
     "event_count", "request_count", "uncached_input_tokens", "cache_read_tokens", "cache_write_tokens",
     "cache_write_1h_tokens", "output_tokens", "hit_rate", "warning_count", "models_used",
-    "last_activity", "created_at", "client_version",
+    "last_activity", "created_at", "client_version", "labels",
 )  # fmt: skip
 REQUEST_COLUMNS = (
     "session_id", "ordinal", "key", "lineage", "provider", "platform", "api", "model", "started_at",
@@ -381,7 +381,7 @@ def _session_rows(
         f"{rng.choice(TASKS)} #{plan.id}", f"/srv/agents/{plan.id % 300}", plan.fmt,
         "4" if plan.fmt == "dsh" else "", f"{plan.fmt}/{plan.id}.jsonl", started, ended, "", "",
         plan.events, plan.requests, totals[0], totals[1], totals[2] + totals[3], totals[3], totals[4],
-        rate, warning_count, models_used, ended, ended, client,
+        rate, warning_count, models_used, ended, ended, client, "{}",
     )  # fmt: skip
     return session, rows, warnings
 
