@@ -17,16 +17,21 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.models import ApiToken, IngestJob
-from dashboard.services.api_body import BodyRejected, Readable, body_read
+from dashboard.services.api_body import BodyRejected, body_read
 from dashboard.services.followups import broker_reachable, followups_resend
 from dashboard.services.tokens import token_authenticate
 from dashboard.services.uploads import upload_remove_files
+from dashboard.views.ingest_http import (
+    BROKER_RETRY_AFTER_SECONDS,
+    REALM,
+    bearer_secret,
+    request_body_stream,
+    request_content_length,
+)
 
 # The ingest services (with the engine's readers) and the task layer (with Celery) are imported inside
 # the views that use them: every command that starts Django imports the URLs, and so this module.
 
-REALM = 'Bearer realm="cachescope"'
-BROKER_RETRY_AFTER_SECONDS = 30
 POLL_AFTER_SECONDS = 2
 """What ``Retry-After`` suggests between two polls of an unfinished batch."""
 
@@ -41,37 +46,9 @@ def _unauthorized(message: str, *, invalid: bool) -> JsonResponse:
     return response
 
 
-def _bearer(request: HttpRequest) -> str | None:
-    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not credentials.strip():
-        return None
-    return credentials.strip()
-
-
-def _content_length(request: HttpRequest) -> int | None:
-    try:
-        return int(request.META.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        return None
-
-
-def _body_stream(request: HttpRequest, content_length: int | None) -> Readable:
-    """Where the body is read from: the request, or the server's input for a chunked body.
-
-    Django reads a body without ``Content-Length`` as empty. A chunked body has none, so it is read
-    from the WSGI input, which the server de-chunks and ends at the last chunk; the byte limit is
-    enforced while it is read, as for any body.
-    """
-    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
-    if content_length is None and chunked and "wsgi.input" in request.META:
-        stream: Readable = request.META["wsgi.input"]
-        return stream
-    return request
-
-
 def _token(request: HttpRequest) -> ApiToken | JsonResponse:
     """The request's live token, or the 401 answer to send instead."""
-    secret = _bearer(request)
+    secret = bearer_secret(request)
     if secret is None:
         return _unauthorized("send 'Authorization: Bearer <token>'", invalid=False)
     token = token_authenticate(secret=secret, now=timezone.now())
@@ -119,9 +96,9 @@ def ingest(request: HttpRequest) -> JsonResponse:
     if isinstance(token, JsonResponse):
         return token
     try:
-        content_length = _content_length(request)
+        content_length = request_content_length(request)
         body = body_read(
-            stream=_body_stream(request, content_length),
+            stream=request_body_stream(request, content_length),
             content_length=content_length,
             content_encoding=request.headers.get("Content-Encoding", ""),
             max_bytes=settings.CACHESCOPE_API_MAX_BYTES,
@@ -153,9 +130,9 @@ def batches(request: HttpRequest) -> JsonResponse:
     if isinstance(token, JsonResponse):
         return token
     try:
-        content_length = _content_length(request)
+        content_length = request_content_length(request)
         job = api_batch_create(
-            stream=_body_stream(request, content_length),
+            stream=request_body_stream(request, content_length),
             content_length=content_length,
             content_encoding=request.headers.get("Content-Encoding", ""),
             source=token.source,

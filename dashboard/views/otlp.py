@@ -22,10 +22,16 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from dashboard.api import BROKER_RETRY_AFTER_SECONDS, REALM, _bearer, _body_stream, _content_length
 from dashboard.services.api_body import BodyRejected, body_read
 from dashboard.services.followups import broker_reachable, followups_resend
 from dashboard.services.tokens import token_authenticate
+from dashboard.views.ingest_http import (
+    BROKER_RETRY_AFTER_SECONDS,
+    REALM,
+    bearer_secret,
+    request_body_stream,
+    request_content_length,
+)
 
 if TYPE_CHECKING:
     from dashboard.services.otlp_body import Encoding, Signal
@@ -61,7 +67,7 @@ def _receive(request: HttpRequest, signal: Signal) -> HttpResponse:
 
     encoding = otlp_encoding(request.headers.get("Content-Type", ""))
     answer_encoding: Encoding = encoding or "protobuf"
-    secret = _bearer(request)
+    secret = bearer_secret(request)
     token = token_authenticate(secret=secret, now=timezone.now()) if secret is not None else None
     if token is None:
         why = "send 'Authorization: Bearer <token>'" if secret is None else "the token is unknown or revoked"
@@ -82,9 +88,9 @@ def _receive(request: HttpRequest, signal: Signal) -> HttpResponse:
         response["Retry-After"] = str(BROKER_RETRY_AFTER_SECONDS)
         return response
     try:
-        content_length = _content_length(request)
+        content_length = request_content_length(request)
         with body_read(
-            stream=_body_stream(request, content_length),
+            stream=request_body_stream(request, content_length),
             content_length=content_length,
             content_encoding=request.headers.get("Content-Encoding", ""),
             max_bytes=settings.CACHESCOPE_API_MAX_BYTES,
