@@ -2,7 +2,8 @@
 
     python benchmarks/ingest.py [--mb 200] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
     python benchmarks/ingest.py --only claude-code [--claude-code-mb 16] [--runs 3]
-    python benchmarks/ingest.py --only claude-code --profile
+    python benchmarks/ingest.py --only claude-code --profile [--database postgresql]
+    python benchmarks/ingest.py --only claude-code --queries [--database postgresql]
 
 ``dsh``: generates a dsh corpus of about ``--mb`` megabytes (a third of the logs multi-frame zstd),
 ingests it into a fresh database of each kind in a child process, and prints events/s and MB/s.
@@ -16,7 +17,9 @@ folds and analyses done (the embedded default runs them in-process, before the c
 beside a bare parser measured the same way: ``python -c`` that decodes every line of the same files
 with orjson (and with ``json``), interpreter start included, and ccusage when ``npx --no-install
 ccusage`` answers. ``--profile`` instead runs one ingest of that corpus under cProfile and prints
-the top functions. Not part of the test run.
+the top functions, and ``--queries`` counts the queries and commits of one ingest by the function
+that issued them; both on SQLite or, with ``--database postgresql``, on a fresh database of the
+``--postgres`` server. Not part of the test run.
 """
 
 from __future__ import annotations
@@ -56,6 +59,20 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="Profile one Claude Code ingest instead of timing it."
     )
+    parser.add_argument(
+        "--queries", action="store_true", help="Count the queries of one Claude Code ingest by caller."
+    )
+    parser.add_argument(
+        "--database",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="The database of --profile and --queries (PostgreSQL: a scratch database on --postgres).",
+    )
+    parser.add_argument(
+        "--scratch-database",
+        default=None,
+        help="The PostgreSQL database the Claude Code runs drop and create (default cachescope_ingestperf).",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -68,14 +85,31 @@ def main() -> None:
             print(f"(no Claude Code comparison: {SHARED} is absent)")
             return
         print()
-        from benchmarks.ingest_comparison import claude_code_comparison, claude_code_profile
+        from benchmarks.ingest_comparison import (
+            SCRATCH_DATABASE,
+            claude_code_comparison,
+            claude_code_profile,
+            claude_code_queries,
+        )
 
         target = int(args.claude_code_mb * 1_000_000)
-        if args.profile:
-            claude_code_profile(SHARED / "claude-code", target_bytes=target)
+        scratch_database = args.scratch_database or SCRATCH_DATABASE
+        postgres = args.postgres if args.database == "postgresql" else None
+        if args.profile or args.queries:
+            measure = claude_code_profile if args.profile else claude_code_queries
+            measure(
+                SHARED / "claude-code",
+                target_bytes=target,
+                postgres=postgres,
+                scratch_database=scratch_database,
+            )
         else:
             claude_code_comparison(
-                SHARED / "claude-code", target_bytes=target, runs=args.runs, postgres=args.postgres
+                SHARED / "claude-code",
+                target_bytes=target,
+                runs=args.runs,
+                postgres=args.postgres,
+                scratch_database=scratch_database,
             )
 
 

@@ -20,14 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmarks.claude_code_corpus import Corpus, build_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRATCH_DATABASE = "cachescope_ingestperf"
+"""The PostgreSQL database each run drops and creates, unless ``--scratch-database`` names another."""
 
 _PARSE = """
 import sys, pathlib, {module}
@@ -64,7 +68,9 @@ class Command:
         self.output = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
 
-def claude_code_comparison(source: Path, *, target_bytes: int, runs: int, postgres: str) -> None:
+def claude_code_comparison(
+    source: Path, *, target_bytes: int, runs: int, postgres: str, scratch_database: str = SCRATCH_DATABASE
+) -> None:
     with tempfile.TemporaryDirectory(prefix="cachescope-cc-bench-") as scratch_name:
         scratch = Path(scratch_name)
         corpus = build_corpus(source, scratch / "claude", target_bytes=target_bytes)
@@ -78,7 +84,7 @@ def claude_code_comparison(source: Path, *, target_bytes: int, runs: int, postgr
         if ccusage:
             commands.append(ccusage)
         commands.append(_ingest_command("ingest, SQLite", corpus, env | _sqlite_env(scratch)))
-        pg_env = _postgres_env(postgres, scratch)
+        pg_env = _postgres_env(postgres, scratch, scratch_database)
         if pg_env:
             commands.append(_ingest_command("ingest, PostgreSQL", corpus, env | pg_env))
         for command in commands:
@@ -129,7 +135,7 @@ def _sqlite_env(scratch: Path) -> dict[str, str]:
     return {"CACHESCOPE_DATA_DIR": str(scratch / "sqlite")}
 
 
-def _postgres_env(server_url: str, scratch: Path) -> dict[str, str] | None:
+def _postgres_env(server_url: str, scratch: Path, database: str) -> dict[str, str] | None:
     try:
         import psycopg
 
@@ -138,21 +144,27 @@ def _postgres_env(server_url: str, scratch: Path) -> dict[str, str] | None:
     except Exception as error:
         print(f"(no PostgreSQL run: {error})")
         return None
-    url = server_url.rsplit("/", 1)[0] + "/" + SCRATCH_DATABASE
-    return {"CACHESCOPE_DATA_DIR": str(scratch / "pg"), "DATABASE_URL": url, "_SERVER_URL": server_url}
+    url = server_url.rsplit("/", 1)[0] + "/" + database
+    return {
+        "CACHESCOPE_DATA_DIR": str(scratch / "pg"),
+        "DATABASE_URL": url,
+        "_SERVER_URL": server_url,
+        "_DATABASE": database,
+    }
 
 
 def _ingest_command(name: str, corpus: Corpus, env: dict[str, str]) -> Command:
     manage = [sys.executable, str(ROOT / "manage.py")]
     server_url = env.pop("_SERVER_URL", "")
+    database = env.pop("_DATABASE", "")
 
     def fresh_database() -> None:
         if server_url:
             import psycopg
 
             with psycopg.connect(server_url, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {SCRATCH_DATABASE} WITH (FORCE)")
-                conn.execute(f"CREATE DATABASE {SCRATCH_DATABASE}")
+                conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {database}")
         else:
             shutil.rmtree(env["CACHESCOPE_DATA_DIR"], ignore_errors=True)
             Path(env["CACHESCOPE_DATA_DIR"]).mkdir(parents=True)
@@ -178,22 +190,14 @@ def _report(commands: list[Command], runs: int, with_ccusage: bool) -> None:
             print(f"  {command.name}: {command.output}")
 
 
-def claude_code_profile(source: Path, *, target_bytes: int, top: int = 30) -> None:
-    """One ingest of the corpus in this process under cProfile (Django started and migrated first)."""
-    with tempfile.TemporaryDirectory(prefix="cachescope-cc-profile-") as scratch_name:
-        scratch = Path(scratch_name)
-        corpus = build_corpus(source, scratch / "claude", target_bytes=target_bytes)
-        _describe(corpus)
-        os.environ["CACHESCOPE_DATA_DIR"] = str(scratch / "data")
-        os.environ.pop("DATABASE_URL", None)
-        os.environ.pop("CELERY_BROKER_URL", None)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-        import django
-
-        django.setup()
+def claude_code_profile(
+    source: Path, *, target_bytes: int, postgres: str | None = None, scratch_database: str, top: int = 30
+) -> None:
+    """One ingest of the corpus in this process under cProfile (Django started and migrated first),
+    into SQLite or, with ``postgres`` (a server URL), a fresh ``scratch_database`` on that server."""
+    with _migrated(source, target_bytes, postgres, scratch_database) as corpus:
         from django.core.management import call_command
 
-        call_command("migrate", verbosity=0)
         profile = cProfile.Profile()
         started = time.perf_counter()
         profile.runcall(call_command, "ingest", str(corpus.projects))
@@ -201,3 +205,99 @@ def claude_code_profile(source: Path, *, target_bytes: int, top: int = 30) -> No
         stats = pstats.Stats(profile, stream=sys.stdout).strip_dirs()
         stats.sort_stats("cumulative").print_stats(top)
         stats.sort_stats("tottime").print_stats(top)
+
+
+def claude_code_queries(
+    source: Path, *, target_bytes: int, postgres: str | None = None, scratch_database: str, top: int = 40
+) -> None:
+    """The queries (each one a round trip on PostgreSQL) and commits of one ingest of the corpus, by
+    the function of ``dashboard/`` that issued them, most first."""
+    with _migrated(source, target_bytes, postgres, scratch_database) as corpus:
+        from django.core.management import call_command
+        from django.db import connection
+
+        by_caller: Counter[str] = Counter()
+        by_kind: Counter[str] = Counter()
+        commits_by_caller: Counter[str] = Counter()
+
+        def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            caller = _caller()
+            kind = sql.lstrip().split(None, 1)[0].upper()
+            by_caller[caller] += 1
+            by_kind[kind] += 1
+            if not connection.in_atomic_block and kind in _WRITES:
+                # Outside a transaction a write commits on its own: on PostgreSQL, a WAL flush.
+                commits_by_caller[caller] += 1
+            return execute(sql, params, many, context)
+
+        commits = 0
+        commit = connection.commit
+
+        def counted_commit() -> None:
+            nonlocal commits
+            commits += 1
+            commits_by_caller[_caller()] += 1
+            commit()
+
+        connection.commit = counted_commit  # type: ignore[method-assign]
+        started = time.perf_counter()
+        with connection.execute_wrapper(count):
+            call_command("ingest", str(corpus.projects))
+        seconds = time.perf_counter() - started
+        queries, autocommits = sum(by_kind.values()), sum(commits_by_caller.values()) - commits
+        print(
+            f"{connection.vendor}: {queries:,} queries, {commits:,} transactions committed and "
+            f"{autocommits:,} writes committed on their own, in {seconds:.2f} s"
+        )
+        print("  by statement: " + ", ".join(f"{kind} {n:,}" for kind, n in by_kind.most_common()))
+        print("  queries by caller:")
+        for caller, n in by_caller.most_common(top):
+            print(f"  {n:6,}  {caller}")
+        print("  commits (of a transaction, or of a write outside one) by caller:")
+        for caller, n in commits_by_caller.most_common(top):
+            print(f"  {n:6,}  {caller}")
+
+
+_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "COPY"})
+
+
+def _caller() -> str:
+    """The innermost function of ``dashboard/`` (outside the models) on the stack: who asked."""
+    frame = sys._getframe(2)
+    app = str(ROOT / "dashboard")
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(app) and "/models" not in name:
+            return f"{Path(name).relative_to(ROOT)}:{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "(elsewhere)"
+
+
+@contextmanager
+def _migrated(
+    source: Path, target_bytes: int, postgres: str | None, scratch_database: str
+) -> Iterator[Corpus]:
+    """The corpus, with Django started in this process on a fresh migrated database."""
+    with tempfile.TemporaryDirectory(prefix="cachescope-cc-profile-") as scratch_name:
+        scratch = Path(scratch_name)
+        corpus = build_corpus(source, scratch / "claude", target_bytes=target_bytes)
+        _describe(corpus)
+        os.environ["CACHESCOPE_DATA_DIR"] = str(scratch / "data")
+        os.environ.pop("DATABASE_URL", None)
+        os.environ.pop("CELERY_BROKER_URL", None)
+        if postgres:
+            import psycopg
+
+            with psycopg.connect(postgres, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {scratch_database} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {scratch_database}")
+            os.environ["DATABASE_URL"] = postgres.rsplit("/", 1)[0] + "/" + scratch_database
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        print(f"database: {'PostgreSQL ' + scratch_database if postgres else 'SQLite'}")
+        yield corpus
