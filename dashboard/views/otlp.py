@@ -6,7 +6,8 @@ Answers follow the OTLP/HTTP specification: 200 with an ``Export*ServiceResponse
 a valid body), 401 (no or an unknown token), 405, 413 (past the ingestion API's limits), 415 (an
 encoding OTLP/HTTP does not define) or 429 with ``Retry-After`` when the task broker is down, which
 exporters retry. Both bodies are in the request's encoding. Metrics are acknowledged and not kept:
-Claude Code's metrics repeat what its events say, per session, without the calls.
+Claude Code's metrics repeat what its events say, per session, without the calls. So they need no
+broker, whose only part here is to analyse what is stored, and are acknowledged while it is down.
 
 Like the ingestion API, these views sit outside the login pages and CSRF: each request carries its
 token and no cookie.
@@ -35,6 +36,9 @@ from dashboard.views.ingest_http import (
 
 if TYPE_CHECKING:
     from dashboard.services.otlp_body import Encoding, Signal
+
+STORED_SIGNALS: frozenset[str] = frozenset({"logs", "traces"})
+"""The signals whose records are kept, and so need the broker to analyse them; metrics are not kept."""
 
 # The OTLP services (protobuf's generated classes, the ingest engine) are imported inside the
 # functions that use them: every command that starts Django imports the URLs, and so this module.
@@ -80,7 +84,7 @@ def _receive(request: HttpRequest, signal: Signal) -> HttpResponse:
         return response
     if encoding is None:
         return _failure(answer_encoding, 415, "send Content-Type application/x-protobuf or application/json")
-    if not broker_reachable():
+    if signal in STORED_SIGNALS and not broker_reachable():
         # 429 and Retry-After are what an OTLP exporter retries after waiting; nothing was kept.
         response = _failure(
             encoding, 429, "the task broker is unreachable; nothing was stored: export again", UNAVAILABLE

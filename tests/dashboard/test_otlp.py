@@ -311,6 +311,20 @@ def test_metrics_are_acknowledged_and_not_kept(client: Client, secret: str) -> N
     assert not Session.objects.exists()
 
 
+def test_metrics_are_acknowledged_while_the_broker_is_down_since_none_is_kept(
+    client: Client, secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[bool] = []
+    monkeypatch.setattr(otlp_views, "broker_reachable", lambda: asked.append(True) or False)
+    response = post(client, "/v1/metrics", b'{"resourceMetrics": []}', "application/json", secret)
+    malformed = post(client, "/v1/metrics", b'{"resourceMetrics": 5}', "application/json", secret)
+
+    assert response.status_code == 200
+    assert "Retry-After" not in response
+    assert malformed.status_code == 400  # still read, and refused as the other signals are
+    assert asked == []  # nothing to enqueue, so not even a wait on the broker's timeout
+
+
 def test_genai_spans_in_protobuf_become_requests_with_exclusive_buckets(client: Client, secret: str) -> None:
     spans = [
         genai_span(0, **{"gen_ai.usage.cache_creation.input_tokens": 9_000}),
