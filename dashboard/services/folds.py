@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 from django.db import transaction
-from django.db.models import F, Q, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count, F, OuterRef, Q, Subquery, TextField
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from dashboard.models import Event, ProjectionRow, Session, Warning
@@ -46,25 +46,35 @@ def session_records(*, session_id: int, after_seq: int | None = None) -> Iterato
 
     Rows come as plain tuples with their JSON columns as text, decoded here by orjson: a model
     instance per event, or the JSON field's own per-value decoding, would cost more than folding it.
+    They are read a page of ``EVENT_CHUNK`` at a time by seq, one query a page, rather than through
+    a server-side cursor, which PostgreSQL declares, fetches from and closes in as many round trips
+    for a log of a few dozen events, the common size.
     """
-    events = Event.objects.filter(session_id=session_id).order_by("seq")
-    if after_seq is not None:
-        events = events.filter(seq__gt=after_seq)
-    events = events.annotate(**{f"{name}_text": Cast(name, TextField()) for name in _JSON_COLUMNS})
-    rows = events.values_list(
-        "seq", "type", "time", "data_text", "surface_op_text", "source_event_seqs_text", "ignorable"
+    events = (
+        Event.objects.filter(session_id=session_id)
+        .order_by("seq")
+        .annotate(**{f"{name}_text": Cast(name, TextField()) for name in _JSON_COLUMNS})
+        .values_list(
+            "seq", "type", "time", "data_text", "surface_op_text", "source_event_seqs_text", "ignorable"
+        )
     )
     loads = orjson.loads
-    for seq, type_, time, data, surface_op, seqs, ignorable in rows.iterator(chunk_size=EVENT_CHUNK):
-        yield EventRecord(
-            seq=seq,
-            type=type_,
-            time=time,
-            data=loads(data),
-            surface_op=loads(surface_op) if surface_op is not None else None,
-            source_event_seqs=_seqs(loads(seqs)) if seqs is not None else None,
-            ignorable=ignorable,
-        )
+    last = after_seq
+    while True:
+        page = list((events if last is None else events.filter(seq__gt=last))[:EVENT_CHUNK])
+        for seq, type_, time, data, surface_op, seqs, ignorable in page:
+            yield EventRecord(
+                seq=seq,
+                type=type_,
+                time=time,
+                data=loads(data),
+                surface_op=loads(surface_op) if surface_op is not None else None,
+                source_event_seqs=_seqs(loads(seqs)) if seqs is not None else None,
+                ignorable=ignorable,
+            )
+        if len(page) < EVENT_CHUNK:
+            return
+        last = page[-1][0]
 
 
 def _seqs(value: Any) -> tuple[int, ...] | None:
@@ -99,9 +109,15 @@ def session_warn(*, session_id: int, kind: str, place: str, message: str, seq: i
 
 
 def session_refresh_warning_count(*, session_id: int) -> None:
-    """Keep the list page's warning column equal to the session's warnings."""
-    count = Warning.objects.filter(session_id=session_id).count()
-    Session.objects.filter(pk=session_id).update(warning_count=count)
+    """Keep the list page's warning column equal to the session's warnings (one query)."""
+    count = (
+        Warning.objects.filter(session_id=OuterRef("pk"))
+        .order_by()
+        .values("session_id")
+        .annotate(count=Count("id"))
+        .values("count")
+    )
+    Session.objects.filter(pk=session_id).update(warning_count=Coalesce(Subquery(count), 0))
 
 
 def fold_error_place(key: str, ver: int, seq: int) -> str:
@@ -267,7 +283,11 @@ def fold_session(*, session_id: int) -> SessionFold:
     result = SessionFold(session_id)
     with transaction.atomic():
         Session.objects.select_for_update().filter(pk=session_id).exists()
-        discarded = _discard_stale_rows(session_id)
+        # Every row of the session at once, under the lock: the stale ones to discard, the live ones
+        # to keep when a concurrent fold took them further.
+        stored = list(ProjectionRow.objects.filter(session_id=session_id))
+        discarded = _discard_stale_rows(stored)
+        writes: list[tuple[Track, str]] = []
         for track in tracks:
             error = ""
             if track.error is not None:
@@ -282,10 +302,11 @@ def fold_session(*, session_id: int) -> SessionFold:
                     seq=track.error.seq,
                 )
             if track.folded or error:
-                row_write(session_id=session_id, track=track, error=error)
+                writes.append((track, error))
             result.keys.append(
                 KeyFold(track.key, track.ver, track.seq, track.folded, discarded.get(track.key, 0), error)
             )
+        rows_write(session_id=session_id, writes=writes, stored=stored)
         session_refresh_warning_count(session_id=session_id)
     return result
 
@@ -297,13 +318,17 @@ def _live_rows() -> Q:
     return live
 
 
-def _discard_stale_rows(session_id: int) -> dict[str, int]:
-    """Delete the session's rows of any version but the live one; a bumped key loses only its own rows."""
-    stale = ProjectionRow.objects.filter(session_id=session_id).exclude(_live_rows())
+def _discard_stale_rows(stored: list[ProjectionRow]) -> dict[str, int]:
+    """Delete the rows of any version but the live one, and drop them from ``stored``; a bumped key
+    loses only its own rows."""
+    live = live_versions()
+    stale = [row for row in stored if live.get(row.key) != row.ver]
     counts: dict[str, int] = {}
-    for key in stale.values_list("key", flat=True):
-        counts[key] = counts.get(key, 0) + 1
-    stale.delete()
+    for row in stale:
+        counts[row.key] = counts.get(row.key, 0) + 1
+    if stale:
+        ProjectionRow.objects.filter(pk__in=[row.pk for row in stale]).delete()
+        stored[:] = [row for row in stored if live.get(row.key) == row.ver]
     return counts
 
 
@@ -314,22 +339,37 @@ def row_write(*, session_id: int, track: Track, error: str = "") -> bool:
     Returns whether the row was written. Call inside a transaction that holds the session's lock.
     """
     stored = ProjectionRow.objects.filter(session_id=session_id, key=track.key, ver=track.ver).first()
-    if stored is not None and stored.seq is not None:
-        if track.seq is None or track.seq < stored.seq:
-            return False
-        if track.seq == stored.seq and stored.error == error and not track.folded:
-            return False
-    values = {
-        "seq": track.seq,
-        "val": track.projection.serialize(track.state),
-        "view": track.view_json,
-        "state_bytes": track.state_bytes(),
-        "error": error,
-    }
-    if stored is None:
-        ProjectionRow.objects.create(session_id=session_id, key=track.key, ver=track.ver, **values)
-    else:
-        for name, value in values.items():
-            setattr(stored, name, value)
-        stored.save()
-    return True
+    return bool(rows_write(session_id=session_id, writes=[(track, error)], stored=[stored] if stored else []))
+
+
+def rows_write(
+    *, session_id: int, writes: Iterable[tuple[Track, str]], stored: Iterable[ProjectionRow]
+) -> int:
+    """:func:`row_write` for several tracks, each with its error, given the session's ``stored`` rows
+    as read under its lock; the new rows are inserted in one query. Returns how many were written."""
+    rows = {(row.key, row.ver): row for row in stored}
+    new: list[ProjectionRow] = []
+    written = 0
+    for track, error in writes:
+        row = rows.get((track.key, track.ver))
+        if row is not None and row.seq is not None:
+            if track.seq is None or track.seq < row.seq:
+                continue
+            if track.seq == row.seq and row.error == error and not track.folded:
+                continue
+        values = {
+            "seq": track.seq,
+            "val": track.projection.serialize(track.state),
+            "view": track.view_json,
+            "state_bytes": track.state_bytes(),
+            "error": error,
+        }
+        if row is None:
+            new.append(ProjectionRow(session_id=session_id, key=track.key, ver=track.ver, **values))
+        else:
+            for name, value in values.items():
+                setattr(row, name, value)
+            row.save()
+        written += 1
+    ProjectionRow.objects.bulk_create(new)
+    return written

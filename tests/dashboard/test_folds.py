@@ -123,6 +123,39 @@ def test_stored_events_come_back_as_engine_records_with_every_field(db: None) ->
     ]
 
 
+def test_a_log_longer_than_a_page_comes_back_whole_in_seq_order(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = conversation(turns=4)
+    session = stored_session(log.events)
+    whole = list(session_records(session_id=session.pk))
+    monkeypatch.setattr(folds, "EVENT_CHUNK", 3)
+
+    assert list(session_records(session_id=session.pk)) == whole
+    assert [e.seq for e in whole] == sorted(e.seq for e in log.events)
+    later = [e for e in whole if e.seq > whole[4].seq]
+    assert list(session_records(session_id=session.pk, after_seq=whole[4].seq)) == later
+
+
+def test_a_fold_read_in_pages_writes_the_rows_of_one_read_whole(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = conversation()
+    whole, paged = stored_session(log.events, "whole"), stored_session(log.events, "paged")
+    fold_session(session_id=whole.pk)
+    monkeypatch.setattr(folds, "EVENT_CHUNK", 2)
+    fold_session(session_id=paged.pk)
+
+    def rows(session: Session) -> dict[str, tuple[Any, ...]]:
+        return {
+            r.key: (r.ver, r.seq, r.val, r.view, r.error)
+            for r in ProjectionRow.objects.filter(session=session)
+        }
+
+    assert rows(paged) == rows(whole)
+    assert len(rows(whole)) == len(live_projections())
+
+
 def test_fold_session_writes_one_row_per_live_key_at_the_last_seq(db: None) -> None:
     log = conversation()
     session = stored_session(log.events)
