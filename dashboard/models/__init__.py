@@ -18,7 +18,7 @@ from dashboard.models.rollups import UsageRollup
 from dashboard.models.sessions import Event, Session
 from dashboard.models.sources import Source
 from dashboard.models.tokens import ApiToken
-from dashboard.models.warnings import Warning
+from dashboard.models.warnings import Warning, WarningGroup
 
 __all__ = [
     "ApiToken",
@@ -42,4 +42,5 @@ __all__ = [
     "Source",
     "UsageRollup",
     "Warning",
+    "WarningGroup",
 ]

@@ -116,6 +116,32 @@ class Warning(models.Model):
         return severity_of(self.kind)
 
 
+class WarningGroup(models.Model):
+    """The warnings of one kind in one session, summed: the inbox's row.
+
+    Kept by database triggers on :class:`Warning` (migration 0027), which make a group again from
+    its own warnings whenever a statement adds, changes or removes one of them, so every writer
+    keeps it and the inbox reads a page of groups in stake order (off an index, on PostgreSQL).
+    Equal, at any commit, to ``Warning.objects.groups()`` over the same warnings.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=40)
+    places = models.PositiveIntegerField(default=0)
+    occurrences = models.BigIntegerField(default=0)
+    tokens = models.BigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=24, decimal_places=8, null=True, blank=True)
+    happened = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "session"], name="warning_group_once_per_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.session_id}: {self.places} places"
+
+
 SEVERITY_OF_KIND: dict[str, Severity] = {
     # Cachescope could not read or fold the data, or its own cache model is wrong: bugs to fix.
     Warning.Kind.INGEST_ERROR: Severity.ERROR,

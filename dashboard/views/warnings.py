@@ -8,14 +8,15 @@ from operator import or_
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.db.models import F, Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.models import Session, Source, Warning
-from dashboard.models.warnings import Severity, WarningQuerySet, severity_of
+from dashboard.models import Session, Source, Warning, WarningGroup
+from dashboard.models.warnings import Severity, kinds_of_severity, severity_of
 from dashboard.query_params import choice_param, id_param, report_ignored, text_param
 from dashboard.services.costs import usd
 from dashboard.views.htmx import HtmxHttpRequest
@@ -26,7 +27,7 @@ PLACES_SHOWN = 5
 
 
 @dataclass
-class WarningGroup:
+class InboxGroup:
     """The warnings of one kind in one session: the inbox's row."""
 
     kind: str
@@ -63,47 +64,63 @@ def warning_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def inbox_page(params: QueryDict, errors: dict[str, str]) -> dict[str, Any]:
     """The filtered inbox: a page of groups (kind and session), costliest first, each with its first
-    places. Four queries however many warnings: the groups, their count, their places, the sources."""
-    warnings: WarningQuerySet = Warning.objects.all()
+    places. Four queries however many warnings: the groups, their count, their places, the sources.
+    The groups are read from :class:`WarningGroup`, which the database keeps summed and indexed by stake."""
+    groups = WarningGroup.objects.all()
     kind = choice_param(params, "kind", set(Warning.Kind.values), errors)
     if kind:
-        warnings = warnings.filter(kind=kind)
+        groups = groups.filter(kind=kind)
     severity = choice_param(params, "severity", set(Severity.values), errors)
     if severity:
-        warnings = warnings.of_severity(severity)
+        groups = groups.filter(kind__in=kinds_of_severity(severity))
     source = text_param(params, "source", errors)
     if source:
-        warnings = warnings.filter(session__source__name=source)
+        groups = groups.filter(session__source__name=source)
     session_id = id_param(params, "session", errors)
     if session_id is not None:
-        warnings = warnings.filter(session_id=session_id)
-    page = Paginator(warnings.groups(), GROUPS_PER_PAGE).get_page(params.get("page"))
-    groups = _groups_with_places(warnings, list(page), every_place=bool(kind and session_id is not None))
+        groups = groups.filter(session_id=session_id)
+    ordered = groups.order_by(
+        F("cost").desc(nulls_last=True), F("happened").desc(nulls_last=True), "kind", "session_id"
+    ).values("kind", "session_id", "places", "occurrences", "tokens", "cost", "happened")
+    page = Paginator(ordered, GROUPS_PER_PAGE).get_page(params.get("page"))
+    groups_shown = _groups_with_places(list(page), every_place=bool(kind and session_id is not None))
     return {
         "page": page,
-        "groups": groups,
+        "groups": groups_shown,
         "kind": kind,
         "kinds": Warning.Kind.choices,
         "severity": severity,
         "severities": Severity.choices,
         "source": source,
         "sources": Source.objects.order_by("name").values_list("name", flat=True),
-        "session_filter": next((g.session for g in groups if g.session.pk == session_id), None),
+        "session_filter": next((g.session for g in groups_shown if g.session.pk == session_id), None),
         "session_id": session_id,
     }
 
 
-def _groups_with_places(
-    warnings: WarningQuerySet, rows: list[dict[str, Any]], *, every_place: bool
-) -> list[WarningGroup]:
-    """The page's groups with their places, costliest first, read in one query."""
+def _groups_with_places(rows: list[dict[str, Any]], *, every_place: bool) -> list[InboxGroup]:
+    """The page's groups with their first places (every place with ``every_place``), costliest first,
+    read in one query: a group of thousands of places loads the few it shows."""
     if not rows:
         return []
-    members = (
-        warnings.filter(reduce(or_, (Q(kind=row["kind"], session_id=row["session_id"]) for row in rows)))
-        .select_related("session", "session__source", "request")
-        .order_by(F("cost_at_stake").desc(nulls_last=True), F("happened_at").desc(nulls_last=True), "-id")
+    costliest_first = (
+        F("cost_at_stake").desc(nulls_last=True),
+        F("happened_at").desc(nulls_last=True),
+        F("id").desc(),
     )
+    members = (
+        Warning.objects.filter(
+            reduce(or_, (Q(kind=row["kind"], session_id=row["session_id"]) for row in rows))
+        )
+        .select_related("session", "session__source", "request")
+        .order_by(*costliest_first)
+    )
+    if not every_place:
+        members = members.annotate(
+            place_rank=Window(
+                RowNumber(), partition_by=[F("kind"), F("session_id")], order_by=costliest_first
+            )
+        ).filter(place_rank__lte=PLACES_SHOWN)
     by_group: dict[tuple[str, int], list[Warning]] = {}
     for warning in members:
         warning.cost_display = usd(warning.cost_at_stake)  # type: ignore[attr-defined]
@@ -114,7 +131,7 @@ def _groups_with_places(
         if not places:
             continue  # removed between the two queries
         groups.append(
-            WarningGroup(
+            InboxGroup(
                 kind=row["kind"],
                 session=places[0].session,
                 places=row["places"],
@@ -122,7 +139,7 @@ def _groups_with_places(
                 tokens=row["tokens"] or 0,
                 cost=row["cost"],
                 happened=row["happened"],
-                warnings=places if every_place else places[:PLACES_SHOWN],
+                warnings=places,
             )
         )
     return groups

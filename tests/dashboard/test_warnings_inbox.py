@@ -117,6 +117,37 @@ def test_the_inbox_groups_by_kind_and_session_and_sorts_by_cost_then_time(viewer
     assert [w.place for w in credit.warnings] == ["main", "side"]  # costliest place first
 
 
+def test_each_group_shows_its_five_costliest_places_and_links_the_rest(viewer_client: Client) -> None:
+    one, two = session_named("one"), session_named("two")
+    for n in range(6):
+        warn(one, "over-credit", f"p{n}", f"0.{n}", hours=n)
+    warn(one, "over-credit", "tie-earlier", "0.5", hours=1)  # the cost of p5, earlier: after it
+    warn(one, "over-credit", "unpriced", None, hours=20)  # no price: last however late
+    warn(two, "over-credit", "other", "9", hours=0)
+
+    response = viewer_client.get(reverse("dashboard:warnings"))
+    groups = {g.session.external_id: g for g in response.context["groups"]}
+    assert [w.place for w in groups["one"].warnings] == ["p5", "tie-earlier", "p4", "p3", "p2"]
+    assert (groups["one"].places, groups["one"].hidden_places) == (8, 3)
+    assert [w.place for w in groups["two"].warnings] == ["other"]
+    assert f"?kind=over-credit&amp;session={one.pk}" in response.content.decode()
+    assert "3 more places" in response.content.decode()
+
+    every = viewer_client.get(reverse("dashboard:warnings"), {"kind": "over-credit", "session": one.pk})
+    (group,) = every.context["groups"]
+    assert [w.place for w in group.warnings] == [
+        "p5",
+        "tie-earlier",
+        "p4",
+        "p3",
+        "p2",
+        "p1",
+        "p0",
+        "unpriced",
+    ]
+    assert group.hidden_places == 0
+
+
 def test_the_inbox_reads_a_bounded_number_of_queries(viewer_client: Client) -> None:
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:
