@@ -158,7 +158,7 @@ def _measure(args: argparse.Namespace, fleet: Fleet) -> None:
         print(f"\n{result.name} ({result.url}): slowest query {result.slowest_ms:.1f} ms")
         if result.missed and result.slowest_sql:
             _explain(result.slowest_sql)
-        if result.missed and result.name.startswith("session"):
+        if result.missed and result.name.startswith("session") and result.url.startswith("/"):
             _profile(clients["viewer"], result.url)
 
 

@@ -12,12 +12,11 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from dashboard.charts import CacheabilityBar, RequestBar, session_cacheability_chart, session_requests_chart
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.roles import OPERATOR, role_required
+from dashboard.services.session_figures import session_figures_cached
 from dashboard.views.change_display import change_sides
 from projections.cache.verdict import verdict
 from projections.normalized import JSON
@@ -73,68 +72,16 @@ def _read_from_request(call: Request, data: dict[str, JSON]) -> Request | None:
 
 
 def session_analysis_context(session: Session) -> dict[str, Any]:
-    """The session page's charts (requests and cacheability per turn) and its analysis job."""
-    # Plain tuples, and only the cacheability part of each analysis: a 2,000-request session
-    # would otherwise build 4,000 model instances and decode every analysis in full.
-    rows = (
-        Request.objects.filter(session=session)
-        .order_by("ordinal")
-        .values_list(
-            "id",
-            "ordinal",
-            "cache_read_tokens",
-            "cache_write_5m_tokens",
-            "cache_write_1h_tokens",
-            "uncached_input_tokens",
-            "analysis__id",
-            "analysis__label",
-            "analysis__material",
-            "analysis__predicted_read",
-            "analysis__data__cacheability",
-        )
-    )
-    bars: list[RequestBar] = []
-    shares: list[CacheabilityBar] = []
-    # One reverse() for the whole chart: a 2,000-request session would otherwise pay 2,000.
-    url_of = reverse("dashboard:request", args=[0]).removesuffix("0/") + "{}/"
-    for pk, ordinal, read, write_5m, write_1h, uncached, analysed, label, material, predicted, tiers in rows:
-        url = url_of.format(pk)
-        write = None if write_5m is None and write_1h is None else (write_5m or 0) + (write_1h or 0)
-        bars.append(
-            RequestBar(
-                number=ordinal + 1,
-                url=url,
-                read=read,
-                write=write,
-                uncached=uncached,
-                predicted_read=predicted if analysed else None,
-                material=bool(analysed and material),
-                label=(label or "") if analysed else "",
-            )
-        )
-        if isinstance(tiers, dict):
-            shares.append(
-                CacheabilityBar(
-                    number=ordinal + 1,
-                    url=url,
-                    shared={tier: int(share["shared"]) for tier, share in tiers.items()},
-                    rest=sum(int(share["rest"]) for share in tiers.values()),
-                )
-            )
+    """The session page's cost, its charts (requests and cacheability per turn) and its analysis job."""
+    job = SessionAnalysis.objects.filter(session=session).first()
+    figures = session_figures_cached(session=session, analysis=job)
     return {
-        "analysis_job": SessionAnalysis.objects.filter(session=session).first(),
-        # A chart of one request, or of requests that reported nothing, says nothing the figures
-        # above it do not: it is left out rather than drawn empty.
-        "requests_chart": session_requests_chart(bars) if _tells(bars) else None,
-        "cacheability_chart": session_cacheability_chart(shares) if len(shares) > 1 else None,
-        "material_misses": RequestAnalysis.objects.filter(session=session).material_misses().count(),
+        "analysis_job": job,
+        "cost": figures.cost,
+        "requests_chart": figures.requests_chart,
+        "cacheability_chart": figures.cacheability_chart,
+        "material_misses": figures.material_misses,
     }
-
-
-def _tells(bars: list[RequestBar]) -> bool:
-    """Whether a requests chart would show anything: two requests or more, some with usage."""
-    reported = [bar for bar in bars if any(n for n in (bar.read, bar.write, bar.uncached))]
-    return len(bars) > 1 and bool(reported)
 
 
 @require_POST

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
@@ -13,8 +14,13 @@ from django.views.decorators.vary import vary_on_headers
 from dashboard.breakdown_chart import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
-from dashboard.services.breakdown_series import session_breakdown_series_cached
-from dashboard.services.costs import session_cost_compute, sessions_cost_map, usd
+from dashboard.services.breakdown_series import (
+    SERIES_CACHE_SECONDS,
+    BreakdownSeries,
+    series_cache_key,
+    session_breakdown_series_cached,
+)
+from dashboard.services.costs import sessions_cost_map, usd
 from dashboard.services.distinct_values import distinct_values
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.client_versions import known_client_versions
@@ -72,7 +78,6 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             REQUESTS_PER_PAGE,
         ).get_page(request.GET.get("requests_page")),
         "warnings": _session_warnings(session),
-        "cost": session_cost_compute(session=session),
         **events_page(session, request.GET),
         **host_notes_context(session, request.GET),
         **session_analysis_context(session),
@@ -94,9 +99,25 @@ def _session_warnings(session: Session) -> list[Warning]:
 
 
 def session_breakdown_context(session: Session) -> dict[str, Any]:
-    """The session page's breakdown: the series, its chart, the "now" panel, the stored rows and the
-    host's projection-cache checks."""
-    series = session_breakdown_series_cached(session=session)
+    """The session page's breakdown: the series' summary, its chart, the "now" panel, the stored rows
+    and the host's projection-cache checks.
+
+    What the page shows of the series is kept beside it in the cache, as long as the series itself
+    is: a long session's series is large, and drawing its chart takes longer than reading it.
+    """
+    series_key = series_cache_key(session)
+    shown = cache.get(f"{series_key}:shown") if cache.has_key(series_key) else None
+    if shown is None:
+        shown = _breakdown_shown(session_breakdown_series_cached(session=session))
+        cache.set(f"{series_key}:shown", shown, SERIES_CACHE_SECONDS)
+    return {
+        **shown,
+        "projection_rows": ProjectionRow.objects.filter(session=session).order_by("key", "ver"),
+        "projcache_checks": ProjcacheCheck.objects.filter(session=session).order_by("key", "ver"),
+    }
+
+
+def _breakdown_shown(series: BreakdownSeries) -> dict[str, Any]:
     now = series.now
     panel = None
     if now is not None and series.can_tell:
@@ -115,9 +136,24 @@ def session_breakdown_context(session: Session) -> dict[str, Any]:
             "provider": series.last_provider,
         }
     return {
-        "breakdown": series,
+        "breakdown": BreakdownShown(
+            error=series.error,
+            basis=series.basis,
+            breakdown_version=series.breakdown_version,
+            events=series.events,
+            markers=len(series.markers),
+        ),
         "breakdown_figure": session_breakdown_chart(series) if panel is not None else None,
         "breakdown_now": panel,
-        "projection_rows": ProjectionRow.objects.filter(session=session).order_by("key", "ver"),
-        "projcache_checks": ProjcacheCheck.objects.filter(session=session).order_by("key", "ver"),
     }
+
+
+@dataclass(frozen=True)
+class BreakdownShown:
+    """What the page says of the series beside its chart."""
+
+    error: str
+    basis: str | None
+    breakdown_version: int
+    events: int
+    markers: int

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
 from dashboard.demo import write_demo_dataset
 from dashboard.models import Event, Request, Session
-from dashboard.services.breakdown_series import session_breakdown_series
+from dashboard.services.breakdown_series import series_cache_key, session_breakdown_series
 from dashboard.services.ingest import ingest_paths
+from dashboard.views import sessions as sessions_view
 from projections.model_windows import CLAUDE_CODE_AUTO_COMPACT
 from projections.normalized import EventRecord
 from tests.dashboard.test_folds import T0, stored_session
@@ -130,3 +133,30 @@ def test_a_log_that_tells_nothing_about_its_context_says_why(viewer_client: Clie
     assert 'id="breakdown-empty"' in page
     assert "cannot be broken down" in page
     assert 'aria-label="Context now"' not in page
+
+
+def test_the_chart_is_drawn_once_per_series_and_again_when_the_series_is_dropped(
+    viewer_client: Client, demo_sessions: dict[str, Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawn: list[int] = []
+    draw = sessions_view.session_breakdown_chart
+
+    def counting(series: Any) -> Any:
+        drawn.append(series.events)
+        return draw(series)
+
+    monkeypatch.setattr(sessions_view, "session_breakdown_chart", counting)
+    session = demo_sessions["claude-trace"]
+
+    def breakdown_section() -> str:
+        page = viewer_client.get(session.get_absolute_url()).content.decode()
+        start = page.index('<section id="session-breakdown"')
+        return page[start : page.index("</section>", start)]
+
+    first = breakdown_section()
+    assert 'id="breakdown-figure"' in first
+    assert breakdown_section() == first
+    assert len(drawn) == 1
+    cache.delete(series_cache_key(session))  # as a backfill of the requests' context figures does
+    assert breakdown_section() == first
+    assert len(drawn) == 2
