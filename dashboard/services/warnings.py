@@ -58,6 +58,7 @@ def warnings_store(
     times = event_times(session_id=session.pk, seqs=(f.seq for f in result.findings if f.seq is not None))
     prices = prices_load()
     kept: list[Warning] = []
+    new: list[Warning] = []
     for (kind, place), (index, count) in grouped.items():
         finding = result.findings[index]
         request = requests.get(finding.request_key) if finding.request_key else None
@@ -71,12 +72,15 @@ def warnings_store(
         }
         row = existing.get((kind, place))
         if row is None:
-            row = Warning.objects.create(session=session, kind=kind, place=place, **values)
+            row = Warning(session=session, kind=kind, place=place, **values)
+            new.append(row)
         elif any(getattr(row, name) != value for name, value in values.items()):
             for name, value in values.items():
                 setattr(row, name, value)
             row.save(update_fields=[*values, "last_seen"])
         kept.append(row)
+    # One insert for the rows found for the first time: a session's first analysis finds them all.
+    Warning.objects.bulk_create(new, batch_size=WRITE_BATCH)
     return kept
 
 
