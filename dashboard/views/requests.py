@@ -3,7 +3,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import F, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
@@ -29,15 +29,32 @@ LISTED_REQUEST_FIELDS_SKIPPED = ("params", "units", "markers", "render_warnings"
 
 class CappedPaginator(Paginator):  # type: ignore[type-arg]
     """A paginator over at most :data:`LISTED_REQUESTS_CAP` rows, counted without reading the rest:
-    ``capped`` says more matched."""
+    ``capped`` says more matched.
+
+    ``object_list`` only sorts and filters; a page takes its ids from it, then reads those rows from
+    ``rows`` with what the list shows of them. Read in one go, a deep page joined its session,
+    source and analysis to every row it skipped (a hundred pages in, 9,900 of them).
+    """
 
     capped = False
+
+    def __init__(self, object_list: QuerySet[Request], per_page: int, *, rows: QuerySet[Request]) -> None:
+        super().__init__(object_list, per_page)
+        self.rows = rows
 
     @cached_property
     def count(self) -> int:
         found = self.object_list.order_by()[: LISTED_REQUESTS_CAP + 1].count()
         self.capped = found > LISTED_REQUESTS_CAP
         return min(found, LISTED_REQUESTS_CAP)
+
+    def page(self, number: int | str) -> Page:  # type: ignore[type-arg]
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = min(bottom + self.per_page, self.count)
+        ids = list(self.object_list.values_list("pk", flat=True)[bottom:top])
+        found = self.rows.in_bulk(ids)
+        return self._get_page([found[pk] for pk in ids if pk in found], number, self)
 
 
 def listed_requests() -> QuerySet[Request]:
@@ -61,7 +78,10 @@ def listed_requests() -> QuerySet[Request]:
 def requests_page(params: QueryDict) -> dict[str, Any]:
     """The filtered, sorted page of requests the list shows, with the filters echoed back."""
     filters = RequestFilters.from_query(params)
-    page = CappedPaginator(filters.ordered(listed_requests()), REQUESTS_PER_PAGE).get_page(params.get("page"))
+    paginator = CappedPaginator(
+        filters.ordered(Request.objects.all()), REQUESTS_PER_PAGE, rows=listed_requests()
+    )
+    page = paginator.get_page(params.get("page"))
     for call in page:
         call.cost_display = usd(call.cost)
         call.label_meaning = label_meaning(call.miss_label)

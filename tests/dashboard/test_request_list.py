@@ -330,3 +330,22 @@ def test_the_session_request_table_shows_each_request_s_cause(viewer_client: Cli
     assert table.count(link) == 1  # only the third request changed its prompt
     listed = viewer_client.get(URL, {"session": str(session.pk), "cause": "edited"})
     assert keys(listed) == ["msg_3"]
+
+
+def test_a_deep_page_holds_its_rows_in_order_with_their_analysis(viewer_client: Client) -> None:
+    calls = fleet(3 * REQUESTS_PER_PAGE)
+    response = viewer_client.get(URL, {"page": "3", "sort": "-wasted"})
+    analysed = sorted(
+        (c for c in calls if hasattr(c, "analysis")),
+        key=lambda c: (c.analysis.wasted_tokens, c.pk),
+        reverse=True,
+    )
+    assert keys(response) == [c.key for c in analysed[2 * REQUESTS_PER_PAGE : 3 * REQUESTS_PER_PAGE]]
+    for row in response.context["page"]:
+        analysis = RequestAnalysis.objects.get(request_id=row.pk)
+        assert (row.miss_label, row.reprocessed_tokens, row.cost) == (
+            analysis.label,
+            analysis.wasted_tokens,
+            analysis.cost,
+        )
+        assert row.session.source.name in ("farm", "laptop")
