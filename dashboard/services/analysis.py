@@ -22,17 +22,17 @@ from dashboard.services.costs import prices_load
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures
-from dashboard.services.stored_requests import block_raws, stored_record_usage_only, stored_rendering
+from dashboard.services.stored_requests import StoredBodies, stored_record_usage_only
 from dashboard.services.warnings import host_notes_store, warnings_store
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
-from projections.cache.rebuild import StoredRequestError
-from projections.cache.rendered_request import RenderedRequest
-from projections.cache.results import CLIENT_RECORD_PLACE, Finding, RecordsAnalysis
-from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
+from projections.cache.results import RecordsAnalysis
+from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records, start_order
 from projections.cache.transcript_analysis import is_boundary
-from projections.normalized import EventRecord, RequestRecord
+from projections.normalized import EventRecord
 
 WRITE_BATCH = 500
+BODY_FIELDS = ("units", "markers", "params", "render_warnings")
+"""What a request row keeps of its body: large for a long conversation, and read only to rebuild it."""
 
 
 # --- what other sessions left cached ------------------------------------------------------------
@@ -151,27 +151,14 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
         SessionAnalysis.objects.filter(session_id=session_id).values_list("generation", flat=True).first()
         or 0
     )
-    rows = list(Request.objects.filter(session=session).order_by("ordinal"))
+    # The rows without their bodies' units: those are read a batch at a time as the analysis walks
+    # the session (see StoredBodies), so a long conversation is never held whole.
+    rows = list(Request.objects.filter(session=session).order_by("ordinal").defer(*BODY_FIELDS))
     _progress(session_id, owner, total=len(rows), done=0)
     try:
-        raws = block_raws(unit[0] for row in rows if row.has_body for unit in row.units)
-        records: list[RequestRecord] = []
-        renderings: dict[str, RenderedRequest] = {}
-        findings: list[Finding] = []
-        for row in rows:
-            try:
-                record, rendered = stored_rendering(row, raws)
-            except StoredRequestError as error:
-                findings.append(
-                    Finding(
-                        "ingest-error", f"{CLIENT_RECORD_PLACE} request {row.ordinal}", str(error), row.key
-                    )
-                )
-                records.append(stored_record_usage_only(row))
-                continue
-            records.append(record)
-            if rendered is not None:
-                renderings[record.key] = rendered
+        records = [stored_record_usage_only(row) for row in rows]
+        order = [record.key for record in sorted(records, key=start_order)]
+        bodies = StoredBodies(rows, order)
         events = [
             EventRecord(seq=e.seq, type=e.type, time=e.time, data=e.data)
             for e in Event.objects.filter(session=session)
@@ -187,8 +174,7 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
         result = analyse_records(
             records,
             events + [e for e in boundaries if is_boundary(e)],
-            renderings=renderings,
-            earlier=findings,
+            bodies=bodies,
             foreign=foreign_writes(session, rows),
         )
         if not _store(session, rows, result, generation):

@@ -8,7 +8,8 @@ credited / wire-allows / reported / predicted figures, the miss label and the wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -17,7 +18,7 @@ from projections.cache.client_records import CreditRecord, WireReceipt, verify_w
 from projections.cache.cross_session import PrefixIndex, WriterRef
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.figures import Figures
-from projections.cache.lineage import assign_lineages
+from projections.cache.lineage import LineageAssigner
 from projections.cache.prediction import CachePredictor
 from projections.cache.providers import (
     TTL_SECONDS,
@@ -145,44 +146,155 @@ def analyse_lineage(
     ``foreign``: prefixes other sessions of the same source wrote; each enters the cache state at
     the moment it was written, so a request can read it (see :mod:`projections.cache.cross_session`).
     """
-    credits = credits or {}
-    receipts = receipts or {}
-    renderings = renderings or {}
-    predictor = CachePredictor()
-    rendered_by_key = {
-        request.key: renderings.get(request.key)
-        or render_request(request.provider, request.api, request.body, usage=request.usage)
-        for request in requests
-        if request.body is not None
-    }
-    lineages = assign_lineages(requests, rendered_by_key)
-    calls: dict[str, CallInput] = {}
-    writers = {r.key: WriterRef("", r.key, r.ordinal) for r in requests}
-    entered: datetime | None = None
-    out = LineageAnalysis()
-    for request in requests:
+    given = renderings or {}
+
+    def render(request: RequestRecord) -> RenderedRequest | None:
         if request.body is None:
-            out.append(_usage_only(request, credits.get(request.key)))
-            continue
-        if foreign and request.started_at is not None:
-            _enter_foreign(predictor, foreign, entered, request.started_at, writers)
-            entered = request.started_at
-        rendered = rendered_by_key[request.key]
-        facts = cache_facts(request.platform, rendered.model)
-        lineage, parent = lineages[request.key].lineage, lineages[request.key].parent
-        prev = rendered_by_key[parent] if parent is not None else None
-        diff = None
-        if prev is not None:
-            diff = diff_requests(
-                prev,
+            return None
+        return given.get(request.key) or render_request(
+            request.provider, request.api, request.body, usage=request.usage
+        )
+
+    stream = LineageStream(requests, render, credits, receipts, foreign=foreign)
+    analyses = list(stream)
+    return LineageAnalysis(stream.named(analysis) for analysis in analyses)
+
+
+KEPT_RENDERINGS = 8
+"""Renderings a :class:`LineageStream` keeps besides each lineage's latest: enough for the requests
+a fork or a retry continues, which sit a few requests back; an older parent is rendered again."""
+
+_PROVISIONAL = "\x00lineage "
+"""How a stream names a chain until every request is in: no real lineage name can start with it."""
+
+
+class LineageStream:
+    """:func:`analyse_lineage` one request at a time, holding a few renderings rather than all.
+
+    Iterating yields each request's analysis in the order given, its ``rendered`` the request's own
+    rendering; a consumer that drops it keeps memory flat however long the session is. ``render``
+    gives a request's rendering, ``None`` for a request without a body; it is asked once for each
+    request in turn, and again for an earlier request that a later one continues once that one's
+    rendering was let go (so it must give the same rendering again).
+
+    A lineage's name can change with a later request (see
+    :class:`~projections.cache.lineage.LineageAssigner`), so the analyses name each lineage
+    provisionally; once the iteration is over, :meth:`named` and :meth:`names` give the real names.
+    """
+
+    def __init__(
+        self,
+        requests: Sequence[RequestRecord],
+        render: Callable[[RequestRecord], RenderedRequest | None],
+        credits: Mapping[str, CreditRecord] | None = None,
+        receipts: Mapping[str, WireReceipt] | None = None,
+        *,
+        foreign: PrefixIndex | None = None,
+        kept: int = KEPT_RENDERINGS,
+    ) -> None:
+        self._requests = requests
+        self._render = render
+        self._credits = credits or {}
+        self._receipts = receipts or {}
+        self._foreign = foreign
+        self._kept = kept
+        self._assigner = LineageAssigner()
+        self._names: dict[str, str] | None = None
+
+    def names(self) -> dict[str, str]:
+        """Each provisional lineage name the analyses carry, with its real name."""
+        if self._names is None:
+            raise RuntimeError("a lineage stream names its lineages once every request is analysed")
+        return self._names
+
+    def named(self, analysis: RequestAnalysis) -> RequestAnalysis:
+        """``analysis`` with its lineage's real name, also in the places of its warnings."""
+        names = self.names()
+        if analysis.lineage not in names:
+            return analysis  # a request without a body keeps the lineage its importer gave
+        warnings = tuple(replace(w, place=names.get(w.place, w.place)) for w in analysis.warnings)
+        return replace(analysis, lineage=names[analysis.lineage], warnings=warnings)
+
+    def __iter__(self) -> Iterator[RequestAnalysis]:
+        credits, receipts, foreign = self._credits, self._receipts, self._foreign
+        predictor = CachePredictor()
+        by_key = {r.key: r for r in self._requests}
+        writers = {r.key: WriterRef("", r.key, r.ordinal) for r in self._requests}
+        recent: OrderedDict[str, CallInput] = OrderedDict()
+        entered: datetime | None = None
+        for request in self._requests:
+            rendered = self._render(request)
+            if rendered is None:
+                yield _usage_only(request, credits.get(request.key))
+                continue
+            if foreign and request.started_at is not None:
+                _enter_foreign(predictor, foreign, entered, request.started_at, writers)
+                entered = request.started_at
+            facts = cache_facts(request.platform, rendered.model)
+            chain, parent = self._assigner.add(request, rendered)
+            lineage = f"{_PROVISIONAL}{chain}"
+            parent_call = None
+            if parent is not None:
+                parent_call = self._call(parent, lineage, by_key, predictor, recent)
+            prev = parent_call.rendered if parent_call is not None else None
+            diff = None
+            if prev is not None:
+                diff = diff_requests(
+                    prev,
+                    rendered,
+                    minimum=facts.minimum_tokens,
+                    lookback=facts.lookback or 20,
+                    expired_hashes=predictor.expired_hashes(request.started_at),
+                )
+            reported_read = request.usage.cache_read if request.usage is not None else None
+            call = CallInput(
+                request.key,
                 rendered,
-                minimum=facts.minimum_tokens,
-                lookback=facts.lookback or 20,
-                expired_hashes=predictor.expired_hashes(request.started_at),
+                request.platform,
+                lineage,
+                request.started_at,
+                request.first_token_at,
+                reported_read,
             )
+            # The predictor judges a request against the previous call of its lineage: point that at
+            # the request it continues, which after a fork is not the lineage's latest.
+            if parent_call is not None:
+                predictor.previous[lineage] = parent_call
+            prediction = predictor.predict(call)
+            recent[request.key] = call
+            if len(recent) > self._kept:
+                recent.popitem(last=False)
+            analysis = _analysis(
+                request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
+            )
+            read_from = writers.get(prediction.read_from or "")
+            yield replace(analysis, previous=parent, read_from=read_from)
+        names = self._assigner.names()
+        self._names = {f"{_PROVISIONAL}{chain}": name for chain, name in enumerate(names)}
+
+    def _call(
+        self,
+        key: str,
+        lineage: str,
+        by_key: Mapping[str, RequestRecord],
+        predictor: CachePredictor,
+        recent: OrderedDict[str, CallInput],
+    ) -> CallInput:
+        """The call of the earlier request ``key`` as it was predicted: the lineage's latest, a
+        recent one, or else rendered again."""
+        latest = predictor.previous.get(lineage)
+        if latest is not None and latest.key == key:
+            return latest
+        call = recent.get(key)
+        if call is not None:
+            return call
+        request = by_key[key]
+        rendered = self._render(request)
+        if rendered is None:
+            raise ValueError(f"request {key}: rendered before, no rendering when asked again")
         reported_read = request.usage.cache_read if request.usage is not None else None
-        call = CallInput(
-            request.key,
+        return CallInput(
+            key,
             rendered,
             request.platform,
             lineage,
@@ -190,18 +302,6 @@ def analyse_lineage(
             request.first_token_at,
             reported_read,
         )
-        # The predictor judges a request against the previous call of its lineage: point that at
-        # the request it continues, which after a fork is not the lineage's latest.
-        if parent is not None:
-            predictor.previous[lineage] = calls[parent]
-        prediction = predictor.predict(call)
-        calls[request.key] = call
-        analysis = _analysis(
-            request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
-        )
-        read_from = writers.get(prediction.read_from or "")
-        out.append(replace(analysis, previous=parent, read_from=read_from))
-    return out
 
 
 def _enter_foreign(

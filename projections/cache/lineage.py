@@ -40,11 +40,54 @@ class LineageOf:
     parent: str | None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Chain:
     role: str
-    first: RequestRecord
     tools: bool
+
+
+class LineageAssigner:
+    """:func:`assign_lineages` one request at a time, for an analysis that walks a session without
+    holding every rendering: :meth:`add` gives each request its chain and parent as it comes,
+    :meth:`names` the chains' names once every request came (a later chain can rename an earlier
+    one: the first ``main`` chain that sends tools is ``main``).
+
+    What it keeps grows with the distinct message prefixes of the session, not with the sum of
+    its requests' lengths: a request that resends the history overwrites the entries it shares.
+    """
+
+    def __init__(self) -> None:
+        self._messages_index: dict[tuple[str, str], str] = {}
+        self._whole: dict[tuple[str, str], str] = {}
+        self._heads: dict[tuple[str, str], str] = {}
+        self._chain_of: dict[str, int] = {}
+        self._chains: list[_Chain] = []
+
+    def add(self, record: RequestRecord, rendered: RenderedRequest) -> tuple[int, str | None]:
+        """The chain (an index into :meth:`names`) and the parent key of the next request in start order."""
+        role = record.lineage
+        prefixes = _message_prefixes(rendered)
+        head = _head_hash(rendered)
+        parent = _longest_shared(role, prefixes, self._messages_index, self._whole) or self._heads.get(
+            (role, head)
+        )
+        if parent is None:
+            chain = len(self._chains)
+            self._chains.append(_Chain(role, "tools" in rendered.tiers))
+        else:
+            chain = self._chain_of[parent]
+        self._chain_of[record.key] = chain
+        index = self._messages_index
+        for prefix in prefixes:
+            index[(role, prefix)] = record.key
+        if prefixes:
+            self._whole[(role, prefixes[-1])] = record.key
+        self._heads[(role, head)] = record.key
+        return chain, parent
+
+    def names(self) -> list[str]:
+        """Each chain's name, by chain index (the module's docstring says how)."""
+        return _names(self._chains)
 
 
 def assign_lineages(
@@ -54,33 +97,14 @@ def assign_lineages(
 
     ``records`` are in start order; records without a rendering are left out.
     """
-    messages_index: dict[tuple[str, str], str] = {}
-    whole: dict[tuple[str, str], str] = {}
-    heads: dict[tuple[str, str], str] = {}
-    chain_of: dict[str, int] = {}
-    chains: list[_Chain] = []
-    parents: dict[str, str | None] = {}
+    assigner = LineageAssigner()
+    placed: dict[str, tuple[int, str | None]] = {}
     for record in records:
         rendered = renderings.get(record.key)
-        if rendered is None:
-            continue
-        role = record.lineage
-        prefixes = _message_prefixes(rendered)
-        head = _head_hash(rendered)
-        parent = _longest_shared(role, prefixes, messages_index, whole) or heads.get((role, head))
-        if parent is None:
-            chain_of[record.key] = len(chains)
-            chains.append(_Chain(role, record, "tools" in rendered.tiers))
-        else:
-            chain_of[record.key] = chain_of[parent]
-        parents[record.key] = parent
-        for prefix in prefixes:
-            messages_index[(role, prefix)] = record.key
-        if prefixes:
-            whole[(role, prefixes[-1])] = record.key
-        heads[(role, head)] = record.key
-    names = _names(chains)
-    return {key: LineageOf(names[chain_of[key]], parent) for key, parent in parents.items()}
+        if rendered is not None:
+            placed[record.key] = assigner.add(record, rendered)
+    names = assigner.names()
+    return {key: LineageOf(names[chain], parent) for key, (chain, parent) in placed.items()}
 
 
 def is_side_call(lineage: str) -> bool:

@@ -1,8 +1,9 @@
 """The cache analysis of one session's requests with its client records: the same for a log file
 and for the store.
 
-Requests with bodies go through :func:`~projections.cache.analysis.analyse_lineage`; a session
-without any body goes through the transcript predictor. Client records (``cache/credit``,
+Requests with bodies go through :class:`~projections.cache.analysis.LineageStream` one at a time,
+so a session is analysed holding a few renderings, not all of them; a session without any body goes
+through the transcript predictor. Client records (``cache/credit``,
 ``cache/render-record``, ``cache/log`` events) are matched to requests by their ``requestRef``:
 equal to the request's key, else ``#N`` or ``N`` naming the request's ordinal.
 """
@@ -12,9 +13,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from projections.cache.analysis import RequestAnalysis, analyse_lineage
+from projections.cache.analysis import LineageStream, RequestAnalysis
 from projections.cache.client_records import (
     CreditRecord,
     ReceiptError,
@@ -24,8 +26,10 @@ from projections.cache.client_records import (
 from projections.cache.cross_session import PrefixIndex, read_from_json
 from projections.cache.provider_check import note_provider_diagnoses
 from projections.cache.providers import UnknownModelError, cache_facts
+from projections.cache.rebuild import StoredRequestError
 from projections.cache.render_record import render_record
 from projections.cache.rendered_request import RenderedRequest
+from projections.cache.rendering import render_request
 from projections.cache.results import (
     CLIENT_RECORD_PLACE,
     Finding,
@@ -50,29 +54,76 @@ def analyse_records(
     renderings: Mapping[str, RenderedRequest] | None = None,
     earlier: Sequence[Finding] = (),
     foreign: PrefixIndex | None = None,
+    bodies: RequestBodies | None = None,
 ) -> RecordsAnalysis:
     """Analyse a session's requests with its client records and boundary events.
 
     ``renderings``: bodies already rendered, by request key (see :func:`analyse_lineage`).
-    ``earlier``: findings met before the analysis (a stored request that could not be rebuilt);
-    they come first in the findings. Each result's ``data["warnings"]`` lists the findings of
-    its own request, as ``{"kind", "message"}``.
+    ``bodies``: where the bodies are when the records do not carry them (a store); each request's
+    is rendered in turn and let go, so the analysis holds a few renderings, not the session's. A
+    stored request that cannot be rebuilt is analysed from its usage, with an ``ingest-error``.
+    ``earlier``: findings met before the analysis; they come first in the findings. Each result's
+    ``data["warnings"]`` lists the findings of its own request, as ``{"kind", "message"}``.
     ``foreign``: prefixes other sessions of the same source wrote inside the TTL window (see
     :mod:`projections.cache.cross_session`); ``data["read_from"]`` names the request that wrote
     what a request reads, with its ``session`` when that is another session.
     """
     out = RecordsAnalysis(findings=list(earlier))
     credits, render_records = _client_records(records, events, out)
-    ordered = sorted(records, key=_start_order)
-    if any(r.body is not None for r in records):
-        results, rendered = _analyse_bodies(ordered, credits, out.findings, renderings or {}, foreign)
-        _check_render_records(render_records, rendered, out.findings)
+    ordered = sorted(records, key=start_order)
+    source = bodies if bodies is not None else _CarriedBodies(renderings or {})
+    walk = None
+    if any(source.has_body(r) for r in records):
+        walk = _analyse_bodies(ordered, credits, render_records, source, foreign)
+        # Rebuilding comes before the analysis: a request that could not be rebuilt is named first.
+        out.findings[len(earlier) : len(earlier)] = walk.unbuilt
+    if walk is not None and walk.built:
+        out.findings += walk.findings
+        results = walk.results
     else:
         results = analyse_transcript(ordered, credits, events, out.findings, foreign)
     out.results = sorted(results, key=lambda r: int(r.data["ordinal"]))
     note_provider_diagnoses(records, out.results, out.findings)
     _attach_warnings(out)
     return out
+
+
+class RequestBodies(Protocol):
+    """Where :func:`analyse_records` finds the bodies of requests whose records carry none (a store
+    keeps a body as units). Asked in start order, once for each request, and again for an earlier
+    request that a later one continues, which must render the same again."""
+
+    def has_body(self, record: RequestRecord) -> bool:
+        """Whether ``record`` was logged with its body."""
+        ...
+
+    def render(self, record: RequestRecord) -> RenderedRequest:
+        """The body of ``record`` rendered with its usage; raises :class:`StoredRequestError` when
+        it cannot be rebuilt as it was sent."""
+        ...
+
+
+class _CarriedBodies:
+    """The bodies the records carry: the caller's renderings where it gave them, else rendered here."""
+
+    def __init__(self, renderings: Mapping[str, RenderedRequest]) -> None:
+        self._renderings = renderings
+
+    def has_body(self, record: RequestRecord) -> bool:
+        return record.body is not None
+
+    def render(self, record: RequestRecord) -> RenderedRequest:
+        assert record.body is not None
+        return self._renderings.get(record.key) or render_request(
+            record.provider, record.api, record.body, usage=record.usage
+        )
+
+
+def start_order(record: RequestRecord) -> tuple[float, int]:
+    """The order the analysis walks a session's requests in: by start time, then ordinal; a request
+    without a start time last."""
+    started = record.started_at.timestamp() if record.started_at is not None else float("inf")
+    return started, record.ordinal
 
 
 def _client_records(
@@ -140,29 +191,16 @@ def _unreadable(event: EventRecord, error: Exception, request: RequestRecord | N
     )
 
 
-def _start_order(record: RequestRecord) -> tuple[float, int]:
-    started = record.started_at.timestamp() if record.started_at is not None else float("inf")
-    return started, record.ordinal
-
-
-def _check_render_records(
-    render_records: Sequence[tuple[EventRecord, RequestRecord]],
-    rendered: Mapping[str, RenderedRequest],
-    findings: list[Finding],
-) -> None:
-    """Compare each client render record with what the engine rendered of its request."""
-    for event, request in render_records:
-        ours = rendered.get(request.key)
-        if ours is None:
-            continue
-        try:
-            mismatches = verify_render_record_event(event.data, ours)
-        except ReceiptError as error:
-            findings.append(_unreadable(event, error, request))
-            continue
-        found = render_mismatch(request.key, request.lineage, mismatches)
-        if found is not None:
-            findings.append(finding_of(found))
+def _render_record_findings(
+    event: EventRecord, request: RequestRecord, ours: RenderedRequest
+) -> list[Finding]:
+    """A client render record compared with what the engine rendered of its request."""
+    try:
+        mismatches = verify_render_record_event(event.data, ours)
+    except ReceiptError as error:
+        return [_unreadable(event, error, request)]
+    found = render_mismatch(request.key, request.lineage, mismatches)
+    return [] if found is None else [finding_of(found)]
 
 
 def _attach_warnings(out: RecordsAnalysis) -> None:
@@ -184,17 +222,42 @@ def _known_model(record: RequestRecord) -> bool:
     return True
 
 
+@dataclass(slots=True)
+class _BodyWalk:
+    """What the walk over a session's bodies found."""
+
+    results: list[RequestResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    """Unknown models, then each request's warnings in start order, then the render records'."""
+    unbuilt: list[Finding] = field(default_factory=list)
+    """Stored requests that could not be rebuilt, by ordinal."""
+    built: set[str] = field(default_factory=set)
+    """Keys of the requests whose body was at hand (rebuilt, for a store)."""
+
+
 def _analyse_bodies(
     ordered: Sequence[RequestRecord],
     credits: Mapping[str, CreditRecord],
-    findings: list[Finding],
-    renderings: Mapping[str, RenderedRequest],
+    render_records: Sequence[tuple[EventRecord, RequestRecord]],
+    bodies: RequestBodies,
     foreign: PrefixIndex | None,
-) -> tuple[list[RequestResult], dict[str, RenderedRequest]]:
-    usable: list[RequestRecord] = []
-    for record in ordered:
-        if record.body is not None and not _known_model(record):
-            findings.append(
+) -> _BodyWalk:
+    walk = _BodyWalk()
+    unknown_models: list[Finding] = []
+    unbuilt: list[tuple[int, Finding]] = []
+
+    def render(record: RequestRecord) -> RenderedRequest | None:
+        if not bodies.has_body(record):
+            return None
+        try:
+            rendered = bodies.render(record)
+        except StoredRequestError as error:
+            place = f"{CLIENT_RECORD_PLACE} request {record.ordinal}"
+            unbuilt.append((record.ordinal, Finding("ingest-error", place, str(error), record.key)))
+            return None
+        walk.built.add(record.key)
+        if not _known_model(record):
+            unknown_models.append(
                 Finding(
                     "model-error",
                     f"model {record.model}",
@@ -203,30 +266,49 @@ def _analyse_bodies(
                     record.key,
                 )
             )
-            record = replace(record, body=None, line=None)
-        usable.append(record)
-    analyses = analyse_lineage(usable, credits=credits, renderings=renderings, foreign=foreign)
+            return None
+        return rendered
+
+    # The render records are checked as their requests go by; their findings keep the records' order.
+    checks: dict[str, list[tuple[int, EventRecord, RequestRecord]]] = {}
+    for index, (event, request) in enumerate(render_records):
+        checks.setdefault(request.key, []).append((index, event, request))
+    checked: dict[int, list[Finding]] = {}
+    stream = LineageStream(ordered, render, credits, foreign=foreign)
     written: set[str] = set()
-    by_key: dict[str, RequestAnalysis] = {}
-    results: list[RequestResult] = []
-    rendered: dict[str, RenderedRequest] = {}
-    for original, record, analysis in zip(ordered, usable, analyses, strict=True):
-        findings.extend(finding_of(w) for w in analysis.warnings)
-        prev = by_key.get(analysis.previous) if analysis.previous is not None else None
-        results.append(_body_result(record, analysis, prev, written, has_body=original.body is not None))
-        if analysis.rendered is not None:
-            rendered[record.key] = analysis.rendered
-            by_key[record.key] = analysis
+    compared: dict[str, int] = {}
+    warnings: list[Finding] = []
+    for record, analysis in zip(ordered, stream, strict=True):
+        warnings.extend(finding_of(w) for w in analysis.warnings)
+        prev = analysis.previous
+        previous = None if prev is None or prev not in compared else (compared[prev], prev)
+        has_body = record.key in walk.built
+        walk.results.append(_body_result(record, analysis, previous, written, has_body=has_body))
+        rendered = analysis.rendered
+        if rendered is not None:
+            compared[record.key] = record.ordinal
+            for index, event, request in checks.get(record.key, ()):
+                checked[index] = _render_record_findings(event, request, rendered)
             minimum = cache_facts(record.platform, record.model).minimum_tokens
-            markers = render_record(analysis.rendered).markers
+            markers = render_record(rendered).markers
             written.update(m.prefix_hash for m in markers if m.prefix_tokens >= minimum)
-    return results, rendered
+    # Every request is in: the lineages have their names.
+    names = stream.names()
+    for result in walk.results:
+        lineage = result.data["lineage"]
+        if isinstance(lineage, str) and lineage in names:
+            result.data["lineage"] = names[lineage]
+    walk.findings = unknown_models + [replace(f, place=names.get(f.place, f.place)) for f in warnings]
+    for index in sorted(checked):
+        walk.findings += checked[index]
+    walk.unbuilt = [finding for _, finding in sorted(unbuilt, key=lambda item: item[0])]
+    return walk
 
 
 def _body_result(
     record: RequestRecord,
     analysis: RequestAnalysis,
-    prev: RequestAnalysis | None,
+    prev: tuple[int, str] | None,
     written: set[str],
     *,
     has_body: bool,
@@ -253,7 +335,7 @@ def _body_result(
             if span is None
             else {"start": span.start, "old_end": span.old_end, "new_end": span.new_end},
         }
-    data["previous"] = None if prev is None else {"ordinal": prev.ordinal, "key": prev.key}
+    data["previous"] = None if prev is None else {"ordinal": prev[0], "key": prev[1]}
     data["read_from"] = read_from_json(analysis.read_from)
     data["label_detail"] = analysis.label_detail
     data["material"] = analysis.material
