@@ -84,7 +84,9 @@ def rollups_refresh(*, buckets: dict[int, set[datetime]]) -> None:
     """Recompute the given hours of each source from its requests, and the days they fall in."""
     for source_id, hours in buckets.items():
         if hours:
-            with transaction.atomic():
+            # Inside the caller's transaction (an ingest's, a deletion's) no savepoint of its own:
+            # an error here rolls the caller's work back with it, as the sums must.
+            with transaction.atomic(savepoint=False):
                 _lock_source(source_id)
                 _refresh_hours(source_id, sorted(hours))
                 _refresh_days(source_id, sorted({day_of(hour) for hour in hours}))

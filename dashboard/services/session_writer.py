@@ -15,7 +15,7 @@ from dashboard.services.blocks import BlockStore
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.request_rows import request_row
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.services.summaries import RequestSums, session_refresh_summary
 from projections.context_series import answering_seq
 from projections.normalized import EventRecord, LineError, LineNotice, RequestRecord, SessionImport
 
@@ -40,15 +40,19 @@ def write_session(
             if value and not getattr(session, name):
                 setattr(session, name, value)
     # Events are append-only: a seq at or below the stored maximum is most likely a repeat, and is
-    # checked against the stored row in batches rather than by loading the whole log's seqs.
-    last_seq = Event.objects.filter(session=session).aggregate(last=Max("seq"))["last"]
+    # checked against the stored row in batches rather than by loading the whole log's seqs. A
+    # session created by this transaction, which holds its row, has nothing stored yet to ask about.
+    last_seq = None if created else Event.objects.filter(session=session).aggregate(last=Max("seq"))["last"]
     events = EventWriter(session.pk, batch_size=BATCH_SIZE)
     repeats = RepeatedEvents(session, imported.path, events, summary)
-    stored_keys = set(Request.objects.filter(session=session).values_list("key", flat=True))
+    stored_keys: set[str] = (
+        set() if created else set(Request.objects.filter(session=session).values_list("key", flat=True))
+    )
     next_ordinal = len(stored_keys)
     requests: list[Request] = []
     pending_units = 0
     added_requests = 0
+    written = RequestSums()
 
     previous: EventRecord | None = None
     for item in imported.items:
@@ -69,6 +73,7 @@ def write_session(
             session.client_version = item.client_version or session.client_version
             row.event_seq = answering_seq(previous)
             requests.append(row)
+            written.add(row)
             next_ordinal += 1
             pending_units += len(row.units or ())
             if len(requests) >= BATCH_SIZE // 10 or pending_units >= REQUEST_UNITS_BATCH:
@@ -91,7 +96,12 @@ def write_session(
     session.crash_tail = imported.crash_tail or session.crash_tail
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at
-    session_refresh_summary(session, events_added=added_events, event_times=events.time_range)
+    session_refresh_summary(
+        session,
+        events_added=added_events,
+        event_times=events.time_range,
+        new_requests=written if created else None,
+    )
 
     summary.events_added += added_events
     summary.requests_added += added_requests

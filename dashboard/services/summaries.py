@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from django.db.models import Count, Max, Min, Sum
@@ -10,27 +11,69 @@ from dashboard.models import Event, Request, Session
 from projections.hit_rate import hit_rate
 
 
+@dataclass
+class RequestSums:
+    """What the summary reads of a session's requests, summed as SQL sums: a figure that none of
+    them reported stays ``None``, which the hit rate tells from 0."""
+
+    requests: int = 0
+    uncached: int | None = None
+    read: int | None = None
+    write_5m: int | None = None
+    write_1h: int | None = None
+    output: int | None = None
+    first_request: datetime | None = None
+    last_request: datetime | None = None
+
+    def add(self, row: Request) -> None:
+        self.requests += 1
+        self.uncached = _sum(self.uncached, row.uncached_input_tokens)
+        self.read = _sum(self.read, row.cache_read_tokens)
+        self.write_5m = _sum(self.write_5m, row.cache_write_5m_tokens)
+        self.write_1h = _sum(self.write_1h, row.cache_write_1h_tokens)
+        self.output = _sum(self.output, row.output_tokens)
+        if row.started_at is not None:
+            if self.first_request is None or row.started_at < self.first_request:
+                self.first_request = row.started_at
+            if self.last_request is None or row.started_at > self.last_request:
+                self.last_request = row.started_at
+
+
+def _sum(total: int | None, value: int | None) -> int | None:
+    if value is None:
+        return total
+    # As the integer column stores it.
+    return int(value) if total is None else total + int(value)
+
+
 def session_refresh_summary(
     session: Session,
     *,
     events_added: int | None = None,
     event_times: tuple[datetime, datetime] | None = None,
+    new_requests: RequestSums | None = None,
 ) -> None:
     """Recompute the list-page columns of ``session`` from its requests and warnings.
 
     Events are append-only, so an ingest that knows how many it added (and their time range) has
     the event figures updated in place; without that, they are counted from the stored log.
+    ``new_requests``: for a session the caller's transaction created, the sums of the requests it
+    wrote, which are all the session has; they are not read back, nor its warnings, which a session
+    cannot have before its first commit.
     """
-    usage = Request.objects.filter(session=session).aggregate(
-        requests=Count("id"),
-        uncached=Sum("uncached_input_tokens"),
-        read=Sum("cache_read_tokens"),
-        write_5m=Sum("cache_write_5m_tokens"),
-        write_1h=Sum("cache_write_1h_tokens"),
-        output=Sum("output_tokens"),
-        first_request=Min("started_at"),
-        last_request=Max("started_at"),
-    )
+    if new_requests is None:
+        usage = Request.objects.filter(session=session).aggregate(
+            requests=Count("id"),
+            uncached=Sum("uncached_input_tokens"),
+            read=Sum("cache_read_tokens"),
+            write_5m=Sum("cache_write_5m_tokens"),
+            write_1h=Sum("cache_write_1h_tokens"),
+            output=Sum("output_tokens"),
+            first_request=Min("started_at"),
+            last_request=Max("started_at"),
+        )
+    else:
+        usage = asdict(new_requests)
     had_events = session.event_count > 0
     if events_added is None:
         events = Event.objects.filter(session=session).aggregate(
@@ -61,7 +104,7 @@ def session_refresh_summary(
     )
     session.event_count = events["count"]
     session.models_used = ",".join(models)[:500]
-    session.warning_count = session.warnings.count()
+    session.warning_count = 0 if new_requests is not None else session.warnings.count()
     instants = [t for t in (events["last"], usage["last_request"], session.ended_at) if t is not None]
     if events_added is not None and had_events:
         instants.append(session.last_activity)  # an update keeps the activity it already had

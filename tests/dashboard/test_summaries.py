@@ -1,0 +1,90 @@
+"""A session's summary columns: those an ingest sums from the requests it wrote for a new session
+are the ones read back from the stored requests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dashboard.models import Request, Session, Source
+from dashboard.services.ingest import ingest_paths
+from dashboard.services.summaries import RequestSums, session_refresh_summary
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+SUMMARY = (
+    "request_count",
+    "uncached_input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+    "hit_rate",
+    "models_used",
+    "warning_count",
+    "last_activity",
+    "started_at",
+)
+
+# Each request's (uncached, read, write 5m, write 1h, output, minutes after T0 or None, model).
+REQUEST_SETS = {
+    "no requests": [],
+    "every bucket reported": [(300, 600, 60, 40, 10, 0, "opus"), (5, 900, 0, 0, 7, 3, "haiku")],
+    "a bucket reported by one request only": [
+        (100, None, 400, None, 1, 2, "opus"),
+        (50, 20, None, None, 2, 1, ""),
+    ],
+    "nothing about the cache": [(1_000, None, None, None, None, 5, "opus")],
+    "no usage and no time": [(None, None, None, None, None, None, "opus")],
+}
+
+
+def summary_of(session: Session) -> dict[str, Any]:
+    session.refresh_from_db()
+    return {name: getattr(session, name) for name in SUMMARY}
+
+
+@pytest.mark.parametrize("case", REQUEST_SETS)
+def test_a_new_sessions_sums_of_the_requests_written_are_those_read_back(case: str) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="farm"), external_id="s1", format="dsh", started_at=None
+    )
+    rows = [
+        Request(
+            session=session,
+            ordinal=n,
+            key=f"r{n}",
+            provider="anthropic",
+            model=model,
+            started_at=None if minutes is None else T0 + timedelta(minutes=minutes),
+            uncached_input_tokens=uncached,
+            cache_read_tokens=read,
+            cache_write_5m_tokens=write_5m,
+            cache_write_1h_tokens=write_1h,
+            output_tokens=output,
+        )
+        for n, (uncached, read, write_5m, write_1h, output, minutes, model) in enumerate(REQUEST_SETS[case])
+    ]
+    Request.objects.bulk_create(rows)
+    written = RequestSums()
+    for row in rows:
+        written.add(row)
+
+    session_refresh_summary(session, events_added=0, new_requests=written)
+    from_memory = summary_of(session)
+    session_refresh_summary(session, events_added=0)
+    assert from_memory == summary_of(session)
+
+
+def test_every_ingested_session_has_the_summary_its_stored_rows_give(shared_data: Path) -> None:
+    summary = ingest_paths(paths=[shared_data / "claude-code"], source_name="laptop")
+    assert summary.sessions_added > 1
+    assert summary.requests_added > 0
+    for session in Session.objects.all():
+        stored = summary_of(session)
+        session_refresh_summary(session)
+        assert stored == summary_of(session), session.external_id
