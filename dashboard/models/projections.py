@@ -175,6 +175,17 @@ class FoldRunResult(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "session"], name="fold_result_once_per_session"),
         ]
+        # The run page lists its few divergences and errors: read off these, not every result of the run.
+        indexes = [
+            models.Index(
+                fields=["run", "session"],
+                condition=models.Q(divergent_seq__isnull=False),
+                name="fold_result_diverged",
+            ),
+            models.Index(
+                fields=["run", "session"], condition=models.Q(status="error"), name="fold_result_errored"
+            ),
+        ]
         ordering = ["run", "session"]
 
     def __str__(self) -> str:

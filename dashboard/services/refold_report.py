@@ -7,7 +7,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.db import connection
+from django.db.models import Aggregate, Count, FloatField, Max, Q, Sum
 
 from dashboard.models import FoldRun, FoldRunResult
 
@@ -86,12 +87,19 @@ class FoldRunReport:
 def fold_run_report(*, run: FoldRun, limit: int | None = None) -> FoldRunReport:
     """The run's report; ``limit`` caps the listed divergences and errors (the counts stay whole).
 
-    The counts and sums are one aggregate query; only the state sizes come back row by row, for
-    their medians. A run over every session of a fleet has a hundred thousand result rows, and
-    their model's ordering (by run and session, so by the run's and the session's own orderings)
-    would join and sort them all; none of these reads needs an order.
+    The counts, sums and sizes are one aggregate query (on SQLite, which has no median, the state
+    sizes come back row by row instead). A run over every session of a fleet has a hundred thousand
+    result rows, and their model's ordering (by run and session, so by the run's and the session's
+    own orderings) would join and sort them all; none of these reads needs an order.
     """
     results = FoldRunResult.objects.filter(run=run).order_by()
+    sizes: dict[str, Any] = {
+        f"{side}_{name}": aggregate(f"{side}_state_bytes", **extra)
+        for side in ("from", "to")
+        for name, aggregate, extra in (("total", Sum, {"default": 0}), ("max", Max, {"default": 0}))
+    }
+    if connection.vendor == "postgresql":
+        sizes |= {f"{side}_median": Median(f"{side}_state_bytes") for side in ("from", "to")}
     figures = results.aggregate(
         sessions=Count("id"),
         events=Sum("events", default=0),
@@ -99,8 +107,12 @@ def fold_run_report(*, run: FoldRun, limit: int | None = None) -> FoldRunReport:
         diverged=Count("id", filter=Q(status=FoldRunResult.Status.DIVERGED)),
         errored=Count("id", filter=Q(status=FoldRunResult.Status.ERROR)),
         fold_seconds=Sum("seconds", default=0.0),
+        **sizes,
     )
-    sizes = list(results.values_list("from_state_bytes", "to_state_bytes"))
+    if connection.vendor != "postgresql":
+        rows = list(results.values_list("from_state_bytes", "to_state_bytes"))
+        figures["from_median"] = statistics.median(row[0] for row in rows) if rows else None
+        figures["to_median"] = statistics.median(row[1] for row in rows) if rows else None
     listed = results.select_related("session").order_by("session_id")
     divergences = listed.filter(divergent_seq__isnull=False)
     errors = listed.filter(status=FoldRunResult.Status.ERROR)
@@ -111,15 +123,25 @@ def fold_run_report(*, run: FoldRun, limit: int | None = None) -> FoldRunReport:
         identical=figures["identical"],
         diverged=figures["diverged"],
         errored=figures["errored"],
-        from_bytes=_state_bytes(run.from_version, [row[0] for row in sizes]),
-        to_bytes=_state_bytes(run.to_version, [row[1] for row in sizes]),
+        from_bytes=_state_bytes(run.from_version, figures, "from"),
+        to_bytes=_state_bytes(run.to_version, figures, "to"),
         fold_seconds=figures["fold_seconds"],
         divergences=list(divergences[:limit] if limit else divergences),
         errors=list(errors[:limit] if limit else errors),
     )
 
 
-def _state_bytes(version: int, sizes: list[int]) -> StateBytes:
-    if not sizes:
-        return StateBytes(version, 0, 0.0, 0)
-    return StateBytes(version, sum(sizes), float(statistics.median(sizes)), max(sizes))
+class Median(Aggregate):
+    """The middle value, or the mean of the middle two, as :func:`statistics.median` gives it
+    (PostgreSQL's continuous percentile at one half)."""
+
+    function = "PERCENTILE_CONT"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def _state_bytes(version: int, figures: dict[str, Any], side: str) -> StateBytes:
+    median = figures[f"{side}_median"]
+    return StateBytes(
+        version, figures[f"{side}_total"], 0.0 if median is None else float(median), figures[f"{side}_max"]
+    )

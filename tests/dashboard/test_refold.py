@@ -395,3 +395,23 @@ def test_a_refold_across_the_envelope_bump_reports_where_the_tool_schemas_first_
     versions = ProjectionRow.objects.filter(key="contextBreakdown").values_list("ver", flat=True)
     assert 8 in versions
     assert 6 not in versions
+
+
+@pytest.mark.parametrize(("sizes", "median"), [([30, 10, 45, 20], 25.0), ([30, 10, 20], 20.0), ([], 0.0)])
+def test_the_report_gives_the_total_median_and_largest_state_of_each_version(
+    db: None, sizes: list[int], median: float
+) -> None:
+    run = FoldRun.objects.create(key="contextBreakdown", from_version=5, to_version=6)
+    for n, size in enumerate(sizes):
+        session = stored_session([], external_id=f"s{n}")
+        FoldRunResult.objects.create(
+            run=run, session=session, status="identical", from_state_bytes=size, to_state_bytes=2 * size
+        )
+    report = fold_run_report(run=run)
+    assert report.from_bytes.as_dict() == {
+        "version": 5,
+        "total": sum(sizes),
+        "median": median,
+        "max": max(sizes, default=0),
+    }
+    assert (report.to_bytes.total, report.to_bytes.median) == (2 * sum(sizes), 2 * median)
