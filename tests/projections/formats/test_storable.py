@@ -3,10 +3,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.formats.storable import MAX_JSON_DEPTH, decode_storable, nesting
+from projections.formats.storable import MAX_JSON_DEPTH, TooDeep, decode_storable, deeper_than
 
 texts = st.text(alphabet=st.sampled_from('ab[]{}"\\\n,: é'), max_size=12)
 values = st.recursive(
@@ -24,10 +25,18 @@ def depth(value: Any) -> int:
     return 0
 
 
-@given(values, st.booleans())
-def test_nesting_read_off_the_bytes_is_the_values_depth(value: Any, ascii_only: bool) -> None:
-    raw = json.dumps(value, ensure_ascii=ascii_only, indent=None).encode("utf-8")
-    assert nesting(raw) == depth(value)
+@given(values, st.integers(min_value=0, max_value=6))
+def test_a_value_is_deeper_than_a_limit_exactly_when_its_depth_exceeds_it(value: Any, limit: int) -> None:
+    assert deeper_than(value, limit) == (depth(value) > limit)
+
+
+def test_a_line_nested_past_the_limit_is_refused_and_one_at_it_is_read() -> None:
+    at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert decode_storable(at_limit.encode()).value is not None
+    with pytest.raises(TooDeep):
+        decode_storable(("[" + at_limit + "]").encode())
+    with pytest.raises(TooDeep):
+        decode_storable(('{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1)).encode())
 
 
 def test_brackets_side_by_side_or_inside_strings_are_not_depth() -> None:
