@@ -10,7 +10,6 @@ A unit is the list ``[hash, tier, role, message index or None, index in message,
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -51,9 +50,13 @@ def rebuild_body(stored: StoredRequest, raws: Mapping[str, JSON]) -> dict[str, J
     cannot be a body.
     """
     units = stored.units
-    missing = [unit[0] for unit in units if unit[0] not in raws]
-    if missing:
-        raise StoredRequestError(f"request {stored.ref}: block {missing[0]} is not stored")
+    # One comprehension over the units, the common case, rather than a loop step each: a request late
+    # in a long conversation has thousands, and a session's analysis rebuilds every request.
+    try:
+        values: list[JSON] = [raws[unit[0]] for unit in units]
+    except KeyError:
+        missing = next(unit[0] for unit in units if unit[0] not in raws)
+        raise StoredRequestError(f"request {stored.ref}: block {missing} is not stored") from None
     marked: dict[int, str] = {}
     automatic: str | None = None
     for marker in stored.markers:
@@ -61,16 +64,13 @@ def rebuild_body(stored: StoredRequest, raws: Mapping[str, JSON]) -> dict[str, J
             automatic = marker.get("ttl", "5m")
         else:
             marked[int(marker["position"])] = marker.get("ttl", "5m")
-    values: list[JSON] = []
-    for position, unit in enumerate(units):
-        raw = raws[unit[0]]
-        if position in marked:
-            if not isinstance(raw, dict):
-                raise StoredRequestError(
-                    f"request {stored.ref}: marker at unit {position} sits on a plain string"
-                )
-            raw = {**raw, "cache_control": _control(marked[position])}
-        values.append(raw)
+    for position in sorted(p for p in marked if 0 <= p < len(values)):
+        raw = values[position]
+        if not isinstance(raw, dict):
+            raise StoredRequestError(
+                f"request {stored.ref}: marker at unit {position} sits on a plain string"
+            )
+        values[position] = {**raw, "cache_control": _control(marked[position])}
     record = stored.record
     params = stored.params
     body: dict[str, JSON] = {"model": record.model, **params}
@@ -133,15 +133,24 @@ def _control(ttl: str) -> dict[str, JSON]:
 
 
 def _messages(api: str, units: Sequence[Sequence[JSON]], values: list[JSON]) -> list[JSON]:
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i, unit in enumerate(units):
-        if unit[3] is not None:
-            groups[int(unit[3])].append(i)
+    groups: dict[int, tuple[list[Sequence[JSON]], list[JSON]]] = {}
+    for unit, value in zip(units, values, strict=True):
+        index = unit[3]
+        if index is None:
+            continue
+        if type(index) is not int:
+            index = int(index)
+        group = groups.get(index)
+        if group is None:
+            groups[index] = ([unit], [value])
+        else:
+            group[0].append(unit)
+            group[1].append(value)
     count = max(groups, default=-1) + 1
     # A message without content renders no unit; an empty one keeps the later indexes in place.
     messages: list[JSON] = [{"role": "user", "content": []} for _ in range(count)]
-    for index, members in groups.items():
-        messages[index] = _message(api, [units[i] for i in members], [values[i] for i in members])
+    for index, (members, contents) in groups.items():
+        messages[index] = _message(api, members, contents)
     return messages
 
 
@@ -167,14 +176,23 @@ def _message(api: str, units: Sequence[Sequence[JSON]], values: list[JSON]) -> J
     if len(values) == 1 and isinstance(values[0], str):
         message["content"] = values[0]
     elif values or not calls:
-        message["content"] = list(values)
+        message["content"] = values  # the caller's list, made for this message alone
     if calls:
         message["tool_calls"] = calls
     return message
 
 
 def _check_rendering(stored: StoredRequest, rendered: RenderedRequest) -> None:
-    units = [(u[0], u[2], u[3]) for u in stored.units]
+    stored_units = stored.units
+    # Column by column: the same test as the tuples below, without a tuple a unit when all is well.
+    if (
+        len(stored_units) == len(rendered.block_hashes)
+        and [u[0] for u in stored_units] == rendered.block_hashes
+        and [u[2] for u in stored_units] == rendered.roles
+        and [u[3] for u in stored_units] == rendered.message_indexes
+    ):
+        return
+    units = [(u[0], u[2], u[3]) for u in stored_units]
     again = list(zip(rendered.block_hashes, rendered.roles, rendered.message_indexes, strict=True))
     if units == again:
         return
