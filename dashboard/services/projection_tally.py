@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, Sum
 
 from dashboard.models import ProjectionTally
@@ -61,10 +61,35 @@ def projection_tallies() -> dict[tuple[str, int], VersionTally]:
 def projection_tallies_merge() -> int:
     """Replace the tallies with one row per key and version; the number of rows replaced.
 
-    The rows read are locked and exactly those deleted, so a tally a fold appends meanwhile stays
-    for the next merge, and two merges at once never count a row twice: the second waits, then
-    skips the rows the first deleted (on SQLite, writers take turns).
+    A tally a fold appends meanwhile stays for the next merge, and two merges at once never count
+    a row twice. On PostgreSQL one statement deletes the rows it sees and inserts their sums; the
+    second of two merges waits for the first, then skips the rows it deleted.
     """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(MERGE_SQL)
+            (merged,) = cursor.fetchone()
+        return int(merged)
+    return projection_tallies_merge_read()
+
+
+MERGE_SQL = """
+    WITH gone AS (
+        DELETE FROM dashboard_projectiontally RETURNING key, ver, rows, state_bytes, errors, last_fold
+    ), kept AS (
+        INSERT INTO dashboard_projectiontally (key, ver, rows, state_bytes, errors, last_fold)
+        SELECT key, ver, sum(rows), sum(state_bytes), sum(errors), max(last_fold) FROM gone
+        GROUP BY key, ver HAVING sum(rows) <> 0 OR sum(state_bytes) <> 0 OR sum(errors) <> 0
+        RETURNING id
+    )
+    SELECT count(*) FROM gone
+"""
+
+
+def projection_tallies_merge_read() -> int:
+    """:func:`projection_tallies_merge` through the ORM, where one statement cannot both delete and
+    insert (SQLite): the rows read are locked and exactly those deleted, and if another merge took
+    some meanwhile, nothing is written (on SQLite, writers take turns, so it cannot)."""
     with transaction.atomic():
         parts = list(
             ProjectionTally.objects.select_for_update()
