@@ -17,7 +17,6 @@ from dashboard.models import ProjectionTally
 
 MERGE_OVER = 500
 """Tally rows past which a read merges them: a fold appends a few per session it writes."""
-DELETE_BATCH = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,18 +61,24 @@ def projection_tallies_merge() -> int:
     """Replace the tallies with one row per key and version; the number of rows replaced.
 
     A tally a fold appends meanwhile stays for the next merge, and two merges at once never count
-    a row twice. On PostgreSQL one statement deletes the rows it sees and inserts their sums; the
-    second of two merges waits for the first, then skips the rows it deleted.
+    a row twice. On PostgreSQL one statement deletes the rows it sees and inserts their sums (the
+    second of two merges waits for the first, then skips the rows it deleted); on SQLite, whose
+    writers take turns, the sums of the rows up to the last id are written, then those rows deleted.
     """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(MERGE_SQL)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(MERGE_POSTGRESQL)
             (merged,) = cursor.fetchone()
+            return int(merged)
+        cursor.execute("SELECT max(id), count(*) FROM dashboard_projectiontally")
+        last, merged = cursor.fetchone()
+        if last is not None:
+            cursor.execute(MERGE_UP_TO, [last])
+            cursor.execute("DELETE FROM dashboard_projectiontally WHERE id <= %s", [last])
         return int(merged)
-    return projection_tallies_merge_read()
 
 
-MERGE_SQL = """
+MERGE_POSTGRESQL = """
     WITH gone AS (
         DELETE FROM dashboard_projectiontally RETURNING key, ver, rows, state_bytes, errors, last_fold
     ), kept AS (
@@ -84,34 +89,9 @@ MERGE_SQL = """
     )
     SELECT count(*) FROM gone
 """
-
-
-def projection_tallies_merge_read() -> int:
-    """:func:`projection_tallies_merge` through the ORM, where one statement cannot both delete and
-    insert (SQLite): the rows read are locked and exactly those deleted, and if another merge took
-    some meanwhile, nothing is written (on SQLite, writers take turns, so it cannot)."""
-    with transaction.atomic():
-        parts = list(
-            ProjectionTally.objects.select_for_update()
-            .order_by("id")
-            .values_list("id", "key", "ver", "rows", "state_bytes", "errors", "last_fold")
-        )
-        merged: dict[tuple[str, int], ProjectionTally] = {}
-        for _, key, ver, rows, state_bytes, errors, last_fold in parts:
-            into = merged.setdefault((key, ver), ProjectionTally(key=key, ver=ver))
-            into.rows += rows
-            into.state_bytes += state_bytes
-            into.errors += errors
-            if last_fold is not None and (into.last_fold is None or last_fold > into.last_fold):
-                into.last_fold = last_fold
-        ids = [part[0] for part in parts]
-        deleted = 0
-        for start in range(0, len(ids), DELETE_BATCH):
-            deleted += ProjectionTally.objects.filter(pk__in=ids[start : start + DELETE_BATCH]).delete()[0]
-        if deleted != len(ids):
-            transaction.set_rollback(True)  # another merge took some: leave them all to the next read
-            return 0
-        ProjectionTally.objects.bulk_create(
-            tally for tally in merged.values() if tally.rows or tally.state_bytes or tally.errors
-        )
-    return len(ids)
+MERGE_UP_TO = """
+    INSERT INTO dashboard_projectiontally (key, ver, rows, state_bytes, errors, last_fold)
+    SELECT key, ver, sum(rows), sum(state_bytes), sum(errors), max(last_fold)
+    FROM dashboard_projectiontally WHERE id <= %s
+    GROUP BY key, ver HAVING sum(rows) <> 0 OR sum(state_bytes) <> 0 OR sum(errors) <> 0
+"""

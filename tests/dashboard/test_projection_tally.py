@@ -107,25 +107,16 @@ def test_a_read_merges_the_tallies_once_they_pile_up(db: None, monkeypatch: pyte
     assert projection_tallies() == first
 
 
-def test_a_merge_that_finds_its_rows_taken_leaves_every_row(
-    db: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_merging_again_after_more_folds_keeps_the_sums(db: None) -> None:
     fold_session(session_id=stored_session(conversation().events).pk)
+    projection_tallies_merge()
+    before = tallied()
+    fold_session(session_id=stored_session(conversation(turns=4).events, external_id="s2").pk)
     parts = ProjectionTally.objects.count()
-    monkeypatch.setattr(projection_tally, "DELETE_BATCH", 1)
-    original = ProjectionTally.objects.filter
-    taken: list[int] = []
-
-    def taken_meanwhile(*args: object, **kwargs: object) -> object:
-        if not taken:  # another merge deletes the newest row before this one reaches it
-            taken.append(ProjectionTally.objects.order_by("-id").values_list("id", flat=True)[0])
-            ProjectionTally.objects.order_by("-id")[:1].get().delete()
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(ProjectionTally.objects, "filter", taken_meanwhile)
-    assert projection_tally.projection_tallies_merge_read() == 0
-    monkeypatch.undo()
-    assert ProjectionTally.objects.count() == parts
+    assert projection_tallies_merge() == parts
+    assert projection_tallies_merge() == len(before)  # merging merged rows changes nothing
+    assert tallied() == counted()
+    assert {rows for rows, _, _ in tallied().values()} == {2}
 
 
 @pytest.mark.django_db(transaction=True)
