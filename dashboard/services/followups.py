@@ -12,10 +12,13 @@ idempotent, so enqueueing one twice costs a repeated task, never a wrong row.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from importlib import import_module
 
+from django.db import transaction
 from django.utils import timezone
 
 from dashboard.models import PendingFollowup
@@ -74,17 +77,59 @@ def followups_pending(session_id: int) -> bool:
 def enqueue_session_followups(session_id: int) -> bool:
     """Enqueue every follow-up of ``session_id``; ``False`` when the broker refused any of them.
 
-    Once all are enqueued the session's outbox row is deleted; a refused one leaves it for a resend.
+    Once all are enqueued the session's outbox row is deleted (inside :func:`followups_clear_later`,
+    by the next transaction); a refused one leaves it for a resend.
     """
-    delivered = True
+    sent = True
     for enqueue in _followups():
         try:
             enqueue(session_id)
         except broker_errors():
-            delivered = False
-    if delivered:
-        PendingFollowup.objects.filter(session_id=session_id).delete()
-    return delivered
+            sent = False
+    if sent:
+        delivered = _delivered.get()
+        if delivered is None:
+            PendingFollowup.objects.filter(session_id=session_id).delete()
+        else:
+            delivered.append(session_id)
+    return sent
+
+
+_delivered: ContextVar[list[int] | None] = ContextVar("followups_delivered", default=None)
+
+
+@contextmanager
+def followups_clear_later() -> Iterator[None]:
+    """Within the block, the outbox row of a session whose follow-ups are all enqueued is not deleted
+    by a write of its own, which on PostgreSQL costs a flush of its log: the next session's
+    transaction deletes it (:func:`followups_clear_delivered`), and the block's end what is left.
+
+    A row left a while longer, or for good should the block stop on an error, costs no more than a
+    resend enqueueing its idempotent follow-ups again.
+    """
+    delivered: list[int] = []
+    token = _delivered.set(delivered)
+    try:
+        yield
+        followups_clear_delivered()
+    finally:
+        _delivered.reset(token)
+
+
+def followups_clear_delivered() -> None:
+    """In a transaction the caller commits anyway, delete the outbox rows of the sessions delivered so
+    far in a :func:`followups_clear_later` block; they are forgotten once it commits, and kept for
+    the next one should it roll back."""
+    delivered = _delivered.get()
+    if not delivered:
+        return
+    cleared = set(delivered)
+    PendingFollowup.objects.filter(session_id__in=cleared).delete()
+
+    def forget() -> None:
+        delivered[:] = [session_id for session_id in delivered if session_id not in cleared]
+
+    transaction.on_commit(forget)
 
 
 def followups_resend(*, older_than: timedelta = RESEND_AFTER, limit: int = RESEND_BATCH) -> int:

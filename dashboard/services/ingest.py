@@ -18,7 +18,13 @@ from django.utils import timezone
 
 from dashboard.models import IngestError, IngestJob, IngestNotice, Session, Source
 from dashboard.services.blocks import BlockStore
-from dashboard.services.followups import enqueue_session_followups, followups_pending, followups_record
+from dashboard.services.followups import (
+    enqueue_session_followups,
+    followups_clear_delivered,
+    followups_clear_later,
+    followups_pending,
+    followups_record,
+)
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.projcache import projcache_ingest
@@ -68,16 +74,18 @@ def ingest_paths(
     source, _ = Source.objects.get_or_create(name=source_name)
     summary = IngestSummary()
     blocks = BlockStore()
-    for path in paths:
-        if not path.exists():
-            summary.errors.append(
-                LineError(path=str(path), line=None, field="path", reason="no such file or folder")
-            )
-            continue
-        try:
-            _ingest_path(path, source, format, summary, blocks, on_progress)
-        except FormatError as error:
-            summary.errors.append(error.error)
+    # Each session's transaction deletes the outbox rows of the sessions before it.
+    with followups_clear_later():
+        for path in paths:
+            if not path.exists():
+                summary.errors.append(
+                    LineError(path=str(path), line=None, field="path", reason="no such file or folder")
+                )
+                continue
+            try:
+                _ingest_path(path, source, format, summary, blocks, on_progress)
+            except FormatError as error:
+                summary.errors.append(error.error)
     link_parents(source)
     if job is not None:
         ingest_job_record(job, summary)
@@ -135,6 +143,7 @@ def ingest_session(
     unchanged_before = summary.sessions_unchanged
     try:
         with gc_paused(), transaction.atomic():
+            followups_clear_delivered()
             requests_before = summary.requests_added
             session = write_session(imported, source, summary, blocks)
             if summary.requests_added > requests_before:
@@ -184,17 +193,23 @@ def ingest_session(
 
 def link_parents(source: Source) -> int:
     """Attach subagent and forked sessions to their parent once both are stored; return how many."""
-    linked = 0
     orphans = Session.objects.filter(source=source, parent__isnull=True).exclude(parent_external_id="")
-    # By id, so concurrent batches update the children they share in one order (no deadlock).
-    for child in orphans.only("id", "parent_external_id").order_by("pk"):
-        parent_id = (
-            Session.objects.filter(source=source, external_id=child.parent_external_id)
-            .values_list("id", flat=True)
-            .first()
+    children = list(orphans.order_by("pk").values_list("id", "parent_external_id"))
+    if not children:
+        return 0
+    parents = dict(
+        Session.objects.filter(source=source, external_id__in={name for _, name in children}).values_list(
+            "external_id", "id"
         )
-        if parent_id is not None and parent_id != child.pk:
-            linked += Session.objects.filter(pk=child.pk).update(parent_id=parent_id)
+    )
+    linked = 0
+    # One transaction, so PostgreSQL flushes its log once rather than once a child; by id, so
+    # concurrent batches update the children they share in one order (no deadlock).
+    with transaction.atomic():
+        for child_id, parent_name in children:
+            parent_id = parents.get(parent_name)
+            if parent_id is not None and parent_id != child_id:
+                linked += Session.objects.filter(pk=child_id).update(parent_id=parent_id)
     return linked
 
 

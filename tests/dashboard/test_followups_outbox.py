@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +18,12 @@ from kombu.exceptions import OperationalError as BrokerError
 from dashboard.models import PendingFollowup, ProjectionRow, Session, Source
 from dashboard.services import followups
 from dashboard.services.api_ingest import api_ingest
-from dashboard.services.followups import followups_resend
+from dashboard.services.followups import followups_clear_later, followups_resend
+from dashboard.services.ingest import IngestSummary, ingest_paths, ingest_session
 from dashboard.services.tokens import token_create
-from tests.dashboard.logs import dsh_lines
+from projections.formats import read_sessions
+from projections.normalized import FormatError, SessionImport
+from tests.dashboard.logs import dsh_lines, write_dsh_log
 
 pytestmark = pytest.mark.django_db
 
@@ -103,3 +108,72 @@ def test_a_batch_sent_again_unchanged_queues_no_followups(django_capture_on_comm
     assert result.summary.changed_session_ids == []
     assert again == []  # an exporter's retry costs no fold and no analysis of the session
     assert not PendingFollowup.objects.exists()
+
+
+def _imported(folder: Path, name: str, *, breaks: bool = False) -> SessionImport:
+    """A dsh session as a reader yields it; with ``breaks``, one whose log cannot be read to its end."""
+    path = write_dsh_log(folder / f"{name}.jsonl", session_id=name, turns=1)
+    (imported,) = read_sessions(path)
+    if breaks:
+        items = list(imported.items)
+
+        def broken() -> Iterator[Any]:
+            yield from items[:3]
+            raise FormatError(str(path), 4, "json", "cut off")
+
+        imported.items = broken()
+    return imported
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_sessions_transaction_takes_the_outbox_rows_of_those_delivered_before_it(
+    tmp_path: Path,
+) -> None:
+    source = Source.objects.create(name="farm")
+    summary = IngestSummary()
+
+    def outbox() -> list[int]:
+        return list(PendingFollowup.objects.values_list("session_id", flat=True))
+
+    with followups_clear_later():
+        first = ingest_session(_imported(tmp_path, "s1"), source=source, summary=summary)
+        assert first is not None
+        assert ProjectionRow.objects.filter(session=first).exists()  # its follow-ups ran
+        assert outbox() == [first.pk]  # and its row waits for the next commit
+
+        broken = ingest_session(_imported(tmp_path, "s2", breaks=True), source=source, summary=summary)
+        assert broken is None
+        assert outbox() == [first.pk]  # rolled back, with the deletion
+
+        second = ingest_session(_imported(tmp_path, "s3"), source=source, summary=summary)
+        assert second is not None
+        assert outbox() == [second.pk]
+    assert outbox() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_folder_ingest_leaves_no_outbox_row_once_its_followups_ran(tmp_path: Path) -> None:
+    for name in ("s1", "s2", "s3"):
+        write_dsh_log(tmp_path / name / "session.jsonl", session_id=name, turns=1)
+    summary = ingest_paths(paths=[tmp_path], source_name="farm")
+    assert summary.sessions_added == 3
+    assert not PendingFollowup.objects.exists()
+    assert ProjectionRow.objects.values("session_id").distinct().count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_folder_ingest_while_the_broker_is_down_keeps_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("s1", "s2"):
+        write_dsh_log(tmp_path / name / "session.jsonl", session_id=name, turns=1)
+
+    def broker_down(session_id: int) -> None:
+        raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(followups, "_FOLLOWUP_MODULES", [])
+    monkeypatch.setattr(followups, "_FOLLOWUPS", [broker_down])
+    summary = ingest_paths(paths=[tmp_path], source_name="farm")
+    ids = sorted(Session.objects.values_list("pk", flat=True))
+    assert sorted(summary.followups_pending) == ids
+    assert sorted(PendingFollowup.objects.values_list("session_id", flat=True)) == ids
