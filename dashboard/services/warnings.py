@@ -56,19 +56,21 @@ def warnings_store(
     Warning.objects.filter(pk__in=stale).delete()
     analyses = {r.key: r.data for r in result.results}
     times = event_times(session_id=session.pk, seqs=(f.seq for f in result.findings if f.seq is not None))
-    prices = prices_load()
+    prices: Sequence[Price] | None = None
     kept: list[Warning] = []
     new: list[Warning] = []
     for (kind, place), (index, count) in grouped.items():
         finding = result.findings[index]
         request = requests.get(finding.request_key) if finding.request_key else None
+        if request is not None and prices is None:
+            prices = prices_load()  # only a warning about a request has a cost at stake
         values = {
             "request": request,
             "message": finding.message,
             "count": count,
             "seq": finding.seq,
             "happened_at": request.started_at if request is not None else times.get(finding.seq or -1),
-            **_stakes(kind, request, analyses.get(request.key) if request else None, prices),
+            **_stakes(kind, request, analyses.get(request.key) if request else None, prices or ()),
         }
         row = existing.get((kind, place))
         if row is None:
