@@ -234,7 +234,7 @@ def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, g
             return False
         SessionAnalysis.objects.filter(session=session).update(stored_generation=generation)
         RequestAnalysis.objects.filter(session=session).delete()
-        # The chains first: the wasted tokens of each request are counted along its lineage.
+        # The chains first: the re-processed tokens of each request are counted along its lineage.
         _store_chains(by_key, result)
         figures = request_figures(calls=figure_inputs(rows), prices=prices_load())
         analyses = []
@@ -255,7 +255,7 @@ def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, g
                     wire_allows=r.wire_allows,
                     credited=r.credited,
                     rewritten_tokens=r.rewritten,
-                    wasted_tokens=figure.wasted_tokens,
+                    wasted_tokens=figure.reprocessed_tokens,
                     cost=figure.cost,
                     data=r.data,
                 )
