@@ -111,8 +111,8 @@ def _figures_cold(client: Any, session_id: int) -> Callable[[], Any]:
 
 def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
     from dashboard.models import FoldRun, IngestJob, Request
+    from dashboard.services.client_versions import hit_rate_by_client_version, known_client_versions
     from dashboard.views import sessions
-    from dashboard.views.client_versions import hit_rate_by_client_version, known_client_versions
 
     # Named _known_models before it was shared with the requests list; the benchmark times either.
     known_models = getattr(sessions, "known_models", None) or sessions._known_models
@@ -164,6 +164,6 @@ def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
 
 
 def _fleet_cache() -> Any:
-    from dashboard.views.fleet_cache import fleet_cache_context
+    from dashboard.services.fleet_cache import fleet_cache_context
 
     return fleet_cache_context()

@@ -3,7 +3,7 @@
 The request page's verdict (label, what it means, remedy, materiality, warnings) is the engine's
 :func:`~projections.cache.verdict.verdict`, the one ``manage.py explain`` prints; the side-by-side
 view of the change is built in :mod:`dashboard.views.change_display` and the overview's fleet panels
-in :mod:`dashboard.views.fleet_cache`.
+in :mod:`dashboard.services.fleet_cache`.
 """
 
 from __future__ import annotations

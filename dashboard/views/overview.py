@@ -7,9 +7,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import IngestJob, Session, Warning
 from dashboard.services.costs import usd
+from dashboard.services.fleet_cache import fleet_cache_context, top_wasted_writes
 from dashboard.services.fleet_usage import active_sessions_count, fleet_usage, fleet_window, source_rows
 from dashboard.time_range import RANGE_LABELS, RANGES, range_name
-from dashboard.views.fleet_cache import fleet_cache_context, top_wasted_writes
 from dashboard.views.htmx import HtmxHttpRequest
 
 

@@ -10,47 +10,20 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.models import Event, HostNote, Session
+from dashboard.models import HostNote, Session
 from dashboard.models.sessions import EVENTS_PER_PAGE
 from dashboard.query_params import text_param
-from dashboard.timeline import raw_json, timeline_items
+from dashboard.services.timeline_page import events_page
 
 HOST_NOTES_SHOWN = 100
-ITEMS_PER_PAGE = 50
-"""Conversation items a page shows at most, however few events they fold (a page also stops after
-:data:`EVENTS_PER_PAGE` events, however few items those make)."""
 TIMELINE_TEMPLATE = "dashboard/_session_timeline.html"
 
 
-def events_page(session: Session, params: QueryDict) -> dict[str, Any]:
-    """Events from seq ``from`` (or the start of page ``page``), of one type if ``type`` names one, as
-    at most :data:`ITEMS_PER_PAGE` timeline items; and the seq the next page starts at, if any."""
-    start = _start_seq(params)
-    events = Event.objects.filter(session=session, seq__gte=start).order_by("seq")
+def events_context(session: Session, params: QueryDict) -> dict[str, Any]:
+    """The timeline page that ``from`` (or ``page``) and ``type`` ask for."""
     # An unstorable type is ignored: the select beside the timeline shows "all types" then.
     event_type = text_param(params, "type", {})
-    if event_type:
-        events = events.filter(type=event_type)
-    rows = list(events[: EVENTS_PER_PAGE + 1])
-    following = rows[EVENTS_PER_PAGE].seq if len(rows) > EVENTS_PER_PAGE else None
-    items = timeline_items(rows[:EVENTS_PER_PAGE])
-    if len(items) > ITEMS_PER_PAGE:
-        following, items = items[ITEMS_PER_PAGE].seq, items[:ITEMS_PER_PAGE]
-    if following is not None and len(items) > 1 and items[-1].chunks and items[-1].own_events == []:
-        # A stream the page cut before its message: the next page shows it folded into the reply.
-        following = items.pop().seq
-    for item in items:
-        for event in item.events:
-            event.raw = raw_json(event)  # type: ignore[attr-defined]
-    types = Event.objects.filter(session=session).order_by("type").values_list("type", flat=True).distinct()
-    return {
-        "timeline": items,
-        "events_from": start,
-        "events_next": following,
-        "events_earlier": max(0, start - EVENTS_PER_PAGE) if start > 0 else None,
-        "event_type": event_type,
-        "event_types": list(types),
-    }
+    return events_page(session=session, start=_start_seq(params), event_type=event_type)
 
 
 def _start_seq(params: QueryDict) -> int:
@@ -69,7 +42,7 @@ def _start_seq(params: QueryDict) -> int:
 def session_events_hx(request: HttpRequest, session_id: int) -> HttpResponse:
     """The timeline for a new filter, or (``more=1``) only the next page's items to append."""
     session = get_object_or_404(Session, pk=session_id)
-    context = {"session": session, **events_page(session, request.GET)}
+    context = {"session": session, **events_context(session, request.GET)}
     partial = "timeline-page" if request.GET.get("more") else "event-timeline"
     return render(request, f"{TIMELINE_TEMPLATE}#{partial}", context)
 

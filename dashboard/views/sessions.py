@@ -20,12 +20,12 @@ from dashboard.services.breakdown_series import (
     series_cache_key,
     session_breakdown_series_cached,
 )
+from dashboard.services.client_versions import known_client_versions
 from dashboard.services.costs import sessions_cost_map, usd
 from dashboard.services.distinct_values import distinct_values
 from dashboard.views.analysis import session_analysis_context
-from dashboard.views.client_versions import known_client_versions
 from dashboard.views.htmx import HtmxHttpRequest
-from dashboard.views.session_timeline import events_page, host_notes_context
+from dashboard.views.session_timeline import events_context, host_notes_context
 
 REQUESTS_PER_PAGE = 25
 """Requests a page of the session's table shows: the charts above already draw every one."""
@@ -78,7 +78,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             REQUESTS_PER_PAGE,
         ).get_page(request.GET.get("requests_page")),
         "warnings": _session_warnings(session),
-        **events_page(session, request.GET),
+        **events_context(session, request.GET),
         **host_notes_context(session, request.GET),
         **session_analysis_context(session),
         **session_breakdown_context(session),

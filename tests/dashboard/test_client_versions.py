@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.models import Request, Session, Source
+from dashboard.services.client_versions import ClientVersionRow, hit_rate_by_client_version
 from dashboard.services.rollups import rollups_rebuild
-from dashboard.views.client_versions import ClientVersionRow, hit_rate_by_client_version
 from projections.hit_rate import hit_rate
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

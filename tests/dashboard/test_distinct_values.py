@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard.models import Request, Session, Source
+from dashboard.services.client_versions import known_client_versions
 from dashboard.services.distinct_values import distinct_values
-from dashboard.views.client_versions import known_client_versions
 from dashboard.views.sessions import known_models
 
 

@@ -1,5 +1,6 @@
 """Client releases across the fleet: the releases seen (for the list filters) and the hit rate of
-each, so "which release regressed our hit rate?" has an answer on the overview."""
+each summed off the requests themselves (the overview's panel sums the usage rollups instead, with
+:func:`dashboard.services.fleet_usage.client_version_rows`)."""
 
 from __future__ import annotations
 
