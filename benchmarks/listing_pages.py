@@ -111,7 +111,7 @@ def _figures_cold(client: Any, session_id: int) -> Callable[[], Any]:
 
 def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
     from dashboard.models import FoldRun, IngestJob, Request
-    from dashboard.services.client_versions import hit_rate_by_client_version, known_client_versions
+    from dashboard.services.client_versions import known_client_versions
     from dashboard.views import sessions
 
     # Named _known_models before it was shared with the requests list; the benchmark times either.
@@ -157,7 +157,6 @@ def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
         Page("export json, filtered: first byte", "/sessions/export.json?warnings=on", first_byte=True),
         Page("client versions (filter, cold)", call=_cold(known_client_versions, "client-versions:known")),
         Page("models (filter, cold)", call=_cold(known_models, "sessions:known-models")),
-        Page("hit rate by client version", call=hit_rate_by_client_version),
         Page("fleet cache panels (overview, default range)", call=_fleet_cache),
         Page("overview (default range)", "/"),
     ]
