@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from itertools import zip_longest
 
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
@@ -88,8 +89,7 @@ def rollups_refresh(*, buckets: dict[int, set[datetime]]) -> None:
             # an error here rolls the caller's work back with it, as the sums must.
             with transaction.atomic(savepoint=False):
                 _lock_source(source_id)
-                _refresh_hours(source_id, sorted(hours))
-                _refresh_days(source_id, sorted({day_of(hour) for hour in hours}))
+                _refresh(source_id, sorted(hours))
 
 
 def rollups_rebuild() -> int:
@@ -164,27 +164,32 @@ def _day_rows(hours: Iterable[UsageRollup]) -> list[UsageRollup]:
     return list(days.values())
 
 
-def _refresh_hours(source_id: int, hours: list[datetime]) -> None:
-    for index in range(0, len(hours), HOURS_PER_QUERY):
-        chunk = hours[index : index + HOURS_PER_QUERY]
+def _refresh(source_id: int, hours: list[datetime]) -> None:
+    """Replace the source's rows of ``hours`` and of the days they fall in: the hours summed from
+    the requests, the days from those new hours and the day's other hours as stored. Four queries
+    for the few hours an ingested session touches (the days are not read back after the hours are
+    written)."""
+    days = sorted({day_of(hour) for hour in hours})
+    hour_rows: list[UsageRollup] = []
+    for chunk in _chunks(hours):
         requests = Request.objects.filter(_ranges(chunk, HOUR, "started_at"), session__source_id=source_id)
-        rows = _hour_rows(requests)
-        UsageRollup.objects.filter(
-            granularity=UsageRollup.Granularity.HOUR, source_id=source_id, bucket_start__in=chunk
-        ).delete()
-        UsageRollup.objects.bulk_create(rows)
-
-
-def _refresh_days(source_id: int, days: list[datetime]) -> None:
-    for index in range(0, len(days), HOURS_PER_QUERY):
-        chunk = days[index : index + HOURS_PER_QUERY]
-        hours = UsageRollup.objects.filter(
-            _ranges(chunk, DAY, "bucket_start"),
-            granularity=UsageRollup.Granularity.HOUR,
-            source_id=source_id,
+        hour_rows.extend(_hour_rows(requests))
+    refreshed = set(hours)
+    other_hours: list[UsageRollup] = []
+    for chunk in _chunks(days):
+        stored = UsageRollup.objects.filter(
+            _ranges(chunk, DAY, "bucket_start"), granularity=UsageRollup.Granularity.HOUR, source_id=source_id
         )
-        rows = _day_rows(hours)
+        other_hours.extend(row for row in stored if row.bucket_start not in refreshed)
+    day_rows = _day_rows([*other_hours, *hour_rows])
+    for hour_chunk, day_chunk in zip_longest(_chunks(hours), _chunks(days), fillvalue=[]):
         UsageRollup.objects.filter(
-            granularity=UsageRollup.Granularity.DAY, source_id=source_id, bucket_start__in=chunk
+            Q(granularity=UsageRollup.Granularity.HOUR, bucket_start__in=hour_chunk)
+            | Q(granularity=UsageRollup.Granularity.DAY, bucket_start__in=day_chunk),
+            source_id=source_id,
         ).delete()
-        UsageRollup.objects.bulk_create(rows)
+    UsageRollup.objects.bulk_create([*hour_rows, *day_rows])
+
+
+def _chunks(buckets: list[datetime]) -> list[list[datetime]]:
+    return [buckets[index : index + HOURS_PER_QUERY] for index in range(0, len(buckets), HOURS_PER_QUERY)]

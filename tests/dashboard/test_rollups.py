@@ -87,6 +87,15 @@ def test_a_grown_log_and_a_second_session_in_the_same_hours_add_up(tmp_path: Pat
     assert sum(row.requests for row in UsageRollup.objects.filter(granularity="hour")) == 6
 
 
+def test_a_session_in_other_hours_of_the_same_days_adds_to_their_days(tmp_path: Path) -> None:
+    ingest_captures(tmp_path, spread(conversation(), START))
+    ingest_captures(tmp_path, spread(conversation(), START + timedelta(hours=3)), name="later")
+
+    assert len(stored("hour")) == 6
+    assert len(stored("day")) == 2
+    assert_rollups_match_the_requests()
+
+
 def test_ingesting_the_same_log_again_changes_nothing(tmp_path: Path) -> None:
     ingest_captures(tmp_path, spread(conversation(), START))
     before = stored("hour"), stored("day")
