@@ -28,7 +28,7 @@ from dashboard.services.followups import (
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.projcache import projcache_ingest
-from dashboard.services.rollups import rollups_refresh_sessions
+from dashboard.services.rollups import rollups_refresh, rollups_refresh_sessions
 from dashboard.services.session_writer import write_session
 from projections.formats import read_sessions
 from projections.normalized import FormatError, LineError, SessionImport
@@ -145,10 +145,14 @@ def ingest_session(
         with gc_paused(), transaction.atomic():
             followups_clear_delivered()
             requests_before = summary.requests_added
-            session = write_session(imported, source, summary, blocks)
+            written = write_session(imported, source, summary, blocks)
+            session = written.session
             if summary.requests_added > requests_before:
                 # In the session's transaction, so the overview's sums commit with the requests.
-                rollups_refresh_sessions(session_ids=[session.pk])
+                if written.new_hours is not None:
+                    rollups_refresh(buckets={source.pk: written.new_hours})
+                else:
+                    rollups_refresh_sessions(session_ids=[session.pk])
             changed = summary.sessions_unchanged == unchanged_before
             if changed:
                 # The outbox row commits with the rows, so follow-ups cut off after the commit are resent.

@@ -8,6 +8,9 @@ count and by the units their bodies hold, so a session's memory stays flat howev
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.db.models import Max
 
 from dashboard.models import Event, Request, Session, Source
@@ -15,6 +18,7 @@ from dashboard.services.blocks import BlockStore
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.request_rows import request_row
+from dashboard.services.rollups import hour_of
 from dashboard.services.summaries import RequestSums, session_refresh_summary
 from projections.context_series import answering_seq
 from projections.normalized import EventRecord, LineError, LineNotice, RequestRecord, SessionImport
@@ -26,9 +30,19 @@ resends the whole conversation has thousands of units per request, and a count o
 would hold hundreds of megabytes of them."""
 
 
+@dataclass
+class WrittenSession:
+    """A session as :func:`write_session` left it."""
+
+    session: Session
+    new_hours: set[datetime] | None
+    """For a session this transaction created, the hours its timed requests fall in, which are all
+    the hours it has; ``None`` for one stored before, whose hours are read from its rows."""
+
+
 def write_session(
     imported: SessionImport, source: Source, summary: IngestSummary, blocks: BlockStore
-) -> Session:
+) -> WrittenSession:
     session, created = Session.objects.select_for_update().get_or_create(
         source=source,
         external_id=imported.external_id[:200],
@@ -53,6 +67,7 @@ def write_session(
     pending_units = 0
     added_requests = 0
     written = RequestSums()
+    hours: set[datetime] = set()
 
     previous: EventRecord | None = None
     for item in imported.items:
@@ -74,6 +89,8 @@ def write_session(
             row.event_seq = answering_seq(previous)
             requests.append(row)
             written.add(row)
+            if row.started_at is not None:
+                hours.add(hour_of(row.started_at))
             next_ordinal += 1
             pending_units += len(row.units or ())
             if len(requests) >= BATCH_SIZE // 10 or pending_units >= REQUEST_UNITS_BATCH:
@@ -111,7 +128,7 @@ def write_session(
         summary.sessions_updated += 1
     else:
         summary.sessions_unchanged += 1
-    return session
+    return WrittenSession(session, hours if created else None)
 
 
 class RepeatedEvents:
