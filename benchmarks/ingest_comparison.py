@@ -219,6 +219,7 @@ def claude_code_queries(
         by_caller: Counter[str] = Counter()
         by_kind: Counter[str] = Counter()
         commits_by_caller: Counter[str] = Counter()
+        seconds_by_caller: Counter[str] = Counter()
 
         def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
             caller = _caller()
@@ -228,7 +229,11 @@ def claude_code_queries(
             if not connection.in_atomic_block and kind in _WRITES:
                 # Outside a transaction a write commits on its own: on PostgreSQL, a WAL flush.
                 commits_by_caller[caller] += 1
-            return execute(sql, params, many, context)
+            started = time.perf_counter()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                seconds_by_caller[caller] += time.perf_counter() - started
 
         commits = 0
         commit = connection.commit
@@ -236,8 +241,11 @@ def claude_code_queries(
         def counted_commit() -> None:
             nonlocal commits
             commits += 1
-            commits_by_caller[_caller()] += 1
+            caller = _caller()
+            commits_by_caller[caller] += 1
+            started = time.perf_counter()
             commit()
+            seconds_by_caller[caller] += time.perf_counter() - started
 
         connection.commit = counted_commit  # type: ignore[method-assign]
         started = time.perf_counter()
@@ -250,9 +258,10 @@ def claude_code_queries(
             f"{autocommits:,} writes committed on their own, in {seconds:.2f} s"
         )
         print("  by statement: " + ", ".join(f"{kind} {n:,}" for kind, n in by_kind.most_common()))
-        print("  queries by caller:")
+        waited = sum(seconds_by_caller.values())
+        print(f"  queries by caller, with the seconds in the driver and server ({waited:.2f} s in all):")
         for caller, n in by_caller.most_common(top):
-            print(f"  {n:6,}  {caller}")
+            print(f"  {n:6,} {seconds_by_caller[caller]:6.3f} s  {caller}")
         print("  commits (of a transaction, or of a write outside one) by caller:")
         for caller, n in commits_by_caller.most_common(top):
             print(f"  {n:6,}  {caller}")
