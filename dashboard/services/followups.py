@@ -124,7 +124,13 @@ def followups_clear_delivered() -> None:
     if not delivered:
         return
     cleared = set(delivered)
-    PendingFollowup.objects.filter(session_id__in=cleared).delete()
+    # Rows another transaction holds are passed over, never waited for: two ingests clearing the
+    # same rows in different orders would otherwise deadlock, and PostgreSQL would cancel one of
+    # them, losing that session's ingest for a row whose only cost left behind is a resend.
+    # Its own transaction at a block's end, the caller's (with no savepoint) inside one.
+    with transaction.atomic(savepoint=False):
+        free = PendingFollowup.objects.select_for_update(skip_locked=True).filter(session_id__in=cleared)
+        PendingFollowup.objects.filter(pk__in=list(free.values_list("pk", flat=True))).delete()
 
     def forget() -> None:
         delivered[:] = [session_id for session_id in delivered if session_id not in cleared]

@@ -177,3 +177,38 @@ def test_a_folder_ingest_while_the_broker_is_down_keeps_every_row(
     ids = sorted(Session.objects.values_list("pk", flat=True))
     assert sorted(summary.followups_pending) == ids
     assert sorted(PendingFollowup.objects.values_list("session_id", flat=True)) == ids
+
+
+@pytest.mark.django_db(transaction=True)
+def test_clearing_the_outbox_passes_over_a_row_another_transaction_holds(tmp_path: Path) -> None:
+    from django.db import connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's; SQLite's writers take turns")
+    import psycopg
+
+    source = Source.objects.create(name="farm")
+    summary = IngestSummary()
+    settings = connection.settings_dict
+    other = psycopg.connect(
+        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
+    )
+    try:
+        with followups_clear_later():
+            first = ingest_session(_imported(tmp_path, "s1"), source=source, summary=summary)
+            second = ingest_session(_imported(tmp_path, "s2"), source=source, summary=summary)
+            assert first is not None
+            assert second is not None
+            # Another ingest holds the second session's outbox row, as when two clear the same rows.
+            other.execute(
+                "SELECT 1 FROM dashboard_pendingfollowup WHERE session_id = %s FOR UPDATE", [second.pk]
+            )
+            with transaction.atomic():
+                # Waiting for that row would fail here rather than hang: the clear must not wait.
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL lock_timeout = '2s'")
+                followups.followups_clear_delivered()
+        other.rollback()
+        assert list(PendingFollowup.objects.values_list("session_id", flat=True)) == [second.pk]
+    finally:
+        other.close()
