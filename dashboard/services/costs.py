@@ -333,12 +333,18 @@ def sessions_cost_map(*, session_ids: Sequence[int]) -> dict[int, Decimal]:
     return _grouped_costs("session_id", rows, prices_load())
 
 
-def usd(value: Decimal | None) -> str:
-    """A cost for display: whole cents from a dollar up, three significant figures below it."""
+def usd(value: Decimal | float | None) -> str:
+    """A cost for display: whole cents from a dollar up, three significant figures below it (two
+    below a tenth of a cent), always as a plain decimal: a fraction of a cent reads $0.000081, never
+    in scientific notation."""
     if value is None:
         return "—"
-    if value == 0:
+    amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    if amount == 0:
         return "$0"
-    if abs(value) >= 1:
-        return f"${value:,.2f}"
-    return f"${float(value):.3g}" if abs(value) >= Decimal("0.001") else f"${float(value):.2g}"
+    if abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    figures = 3 if abs(amount) >= Decimal("0.001") else 2
+    rounded = amount.quantize(Decimal(1).scaleb(amount.adjusted() - figures + 1))
+    text = f"{rounded:f}"
+    return "$" + (text.rstrip("0").rstrip(".") if "." in text else text)

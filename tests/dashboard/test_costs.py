@@ -181,6 +181,15 @@ def test_costs_display_in_dollars() -> None:
     assert usd(Decimal("0.055707")) == "$0.0557"
 
 
+def test_a_cost_below_a_tenth_of_a_cent_reads_as_a_plain_decimal() -> None:
+    assert usd(Decimal("0.000081")) == "$0.000081"
+    assert usd(Decimal("0.00009712345")) == "$0.000097"
+    assert usd(Decimal("0.00000001")) == "$0.00000001"
+    assert usd(8.1e-05) == "$0.000081"  # a float too, as a template may hand one
+    assert usd(Decimal("0.5")) == "$0.5"
+    assert usd(Decimal("0.0009996")) == "$0.001"
+
+
 @pytest.mark.parametrize(
     ("model", "input_price"),
     [

@@ -275,6 +275,14 @@ def test_the_list_names_its_figure_re_processed_not_wasted_and_links_the_glossar
     assert 'title="131"' in page  # the figure itself, still read from the wasted_tokens column
 
 
+def test_a_cost_of_a_fraction_of_a_cent_reads_as_a_plain_decimal(viewer_client: Client) -> None:
+    fleet(5)
+    RequestAnalysis.objects.filter(request__key="k1").update(cost=Decimal("0.000081"))
+    page = viewer_client.get(URL, {"sort": "cost"}).content.decode()
+    assert "$0.000081" in page
+    assert "e-05" not in page
+
+
 def test_an_export_of_an_unknown_format_is_not_found(viewer_client: Client) -> None:
     assert viewer_client.get(reverse("dashboard:requests_export", args=["xml"])).status_code == 404
 
