@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from functools import cache
 
+from django.contrib.staticfiles import finders
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 logger = logging.getLogger(__name__)
@@ -12,6 +13,14 @@ logger = logging.getLogger(__name__)
 
 @cache
 def _warn_not_collected(name: str) -> None:
+    """Warn once about a static file that exists but was not collected.
+
+    A name no source holds is not warned about: WhiteNoise, starting, asks for the unhashed name of
+    every collected file it takes for a hashed one (``htmx-2.0.11.js`` for ``htmx-2.0.11.min.js``),
+    and a warning there would tell the operator to run the collectstatic that just ran.
+    """
+    if not finders.find(name):
+        return
     logger.warning(
         "%s is not in the collected static files' manifest, so pages link its plain name, which "
         "browsers keep for a minute only: run `manage.py collectstatic` after each upgrade",

@@ -109,6 +109,21 @@ def test_a_file_added_since_collectstatic_is_linked_by_its_plain_name_with_a_war
     assert response["Cache-Control"] == "max-age=60, public"
 
 
+def test_serving_the_collected_files_warns_of_no_file(
+    collected: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    from dashboard.static_storage import _warn_not_collected
+
+    _warn_not_collected.cache_clear()  # each name is warned about once a process
+    # Starting, WhiteNoise asks for vendor/htmx-2.0.11.js, its guess at the unhashed name of
+    # htmx-2.0.11.min.js; no such file exists, so there is nothing to collect and nothing to say.
+    with caplog.at_level(logging.WARNING, logger="dashboard.static_storage"):
+        WhiteNoiseMiddleware(lambda request: None)
+    assert "manifest" not in caplog.text
+
+
 def test_pages_render_before_collectstatic_has_ever_run(settings: Any, tmp_path: Path) -> None:
     settings.STATIC_ROOT = tmp_path / "never-collected"
     settings.STATIC_ROOT.mkdir()  # settings.py makes it, empty, on start-up
