@@ -46,6 +46,12 @@ def session_figures_cached(*, session: Session, analysis: SessionAnalysis | None
 
 def session_figures_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
     """A key naming the session's requests, its stored analysis and the price table."""
+    return f"session-figures:{session_inputs_key(session=session, analysis=analysis)}:{prices_version()}"
+
+
+def session_inputs_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
+    """A key naming the session's requests (their number and token sums) and its stored analysis,
+    which gives them their lineages: what a session's cost is figured from besides the prices."""
     born = session.created_at.timestamp() if session.created_at else 0
     usage = (
         session.request_count,
@@ -60,7 +66,7 @@ def session_figures_key(*, session: Session, analysis: SessionAnalysis | None) -
         if analysis is None
         else f"{analysis.stored_generation}.{analysis.finished_at.timestamp() if analysis.finished_at else 0}"
     )
-    return f"session-figures:{session.pk}:{born}:{':'.join(map(str, usage))}:{stored}:{prices_version()}"
+    return f"{session.pk}:{born}:{':'.join(map(str, usage))}:{stored}"
 
 
 def prices_version() -> str:

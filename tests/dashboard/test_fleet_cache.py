@@ -5,14 +5,22 @@ The case the panels used to get wrong is a day that reported writes but no reads
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from dashboard.models import Request, Session, Source
-from dashboard.services.rollups import rollups_refresh_sessions
+from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.services.costs import price_match, prices_load, sessions_cost_compute
+from dashboard.services.fleet_cache import top_wasted_writes
+from dashboard.services.fleet_usage import fleet_window
+from dashboard.services.rollups import rollups_rebuild, rollups_refresh_sessions
+from dashboard.services.summaries import session_refresh_summary
+from tests.dashboard.test_analysis import MODEL, usage_row
 from tests.dashboard.test_hit_rate_rule import CASES
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -63,3 +71,74 @@ def test_the_fleet_hit_rate_per_source_follows_the_rule(case: str, viewer_client
     assert (bars["name"], line["name"]) == ("farm uncached", "farm hit rate")
     day = bars["x"].index(DAY.replace(hour=0).isoformat())
     assert (bars["y"][day], line["y"][day]) == (uncached or 0, expected)
+
+
+def wasteful_session(name: str) -> Session:
+    """A session whose 10,000-token write comes back after its 5-minute lifetime: nothing is read."""
+    session = Session.objects.create(
+        source=Source.objects.get_or_create(name="farm")[0], external_id=name, format="claude-code"
+    )
+    usage_row(session, 0, DAY, 0, 10_000, uncached=0)
+    usage_row(session, 1, DAY + timedelta(minutes=20), 0, 10_000, uncached=0)
+    session_refresh_summary(session)
+    return session
+
+
+def wasted(window_name: str = "all") -> list[tuple[str, int, Decimal]]:
+    window = fleet_window(window_name)
+    return [(row["session"].external_id, row["tokens"], row["cost"]) for row in top_wasted_writes(window)]
+
+
+def figured_off_the_requests() -> list[tuple[str, int, Decimal]]:
+    sessions = Session.objects.order_by("-cache_write_tokens", "id")
+    costs = sessions_cost_compute(session_ids=[session.pk for session in sessions])
+    return sorted(
+        (
+            (session.external_id, costs[session.pk].wasted_write_tokens, costs[session.pk].wasted_write_cost)
+            for session in sessions
+            if costs[session.pk].wasted_write_tokens
+        ),
+        key=lambda row: (-row[2], -row[1]),
+    )
+
+
+@pytest.mark.django_db
+def test_the_wasted_writes_panel_shows_again_what_it_figured_without_reading_the_requests() -> None:
+    wasteful_session("one")
+    wasteful_session("two")
+    rollups_rebuild()
+    first = wasted()
+
+    with CaptureQueriesContext(connection) as queries:
+        again = wasted()
+
+    assert first == again == figured_off_the_requests()
+    assert first[0][1] == 20_000
+    assert not [query for query in queries if '"dashboard_request"' in query["sql"]]
+
+
+@pytest.mark.django_db
+def test_the_wasted_writes_panel_figures_a_session_again_once_it_has_a_new_request() -> None:
+    session = wasteful_session("one")
+    rollups_rebuild()
+    assert wasted()[0][1] == 20_000
+
+    usage_row(session, 2, DAY + timedelta(minutes=21), 10_000, 4_000, uncached=0)  # reads the last write
+    session_refresh_summary(session)
+    rollups_rebuild()
+
+    assert wasted() == figured_off_the_requests()
+    assert wasted()[0][1] == 10_000 + 4_000  # the first write expired, the last is never read
+
+
+@pytest.mark.django_db
+def test_the_wasted_writes_panel_prices_the_waste_again_when_a_price_changes() -> None:
+    wasteful_session("one")
+    rollups_rebuild()
+    before = wasted()[0][2]
+
+    price = ModelPrice.objects.get(pattern=price_match(model=MODEL, prices=prices_load()).pattern)
+    price.cache_write_5m *= 2
+    price.save()
+
+    assert wasted()[0][2] == before * 2 == figured_off_the_requests()[0][2]
