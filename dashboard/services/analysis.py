@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
@@ -98,6 +99,8 @@ def analysis_claim(*, session_id: int, owner: str) -> bool:
     ran out (its worker died); ``False`` otherwise, even for a second delivery of the same task."""
     now = timezone.now()
     lapsed = Q(status=SessionAnalysis.Status.RUNNING) & (Q(lease_until__lt=now) | Q(lease_until__isnull=True))
+    # The progress's total in the same UPDATE: on PostgreSQL a commit of its own costs a WAL flush.
+    total = Request.objects.filter(session_id=session_id).order_by().values("session_id")
     claimed = SessionAnalysis.objects.filter(
         Q(status=SessionAnalysis.Status.QUEUED) | lapsed, session_id=session_id
     ).update(
@@ -105,6 +108,8 @@ def analysis_claim(*, session_id: int, owner: str) -> bool:
         claimed_by=owner[:200],
         started_at=now,
         lease_until=now + timedelta(seconds=lease_seconds()),
+        requests_total=Coalesce(Subquery(total.annotate(n=Count("pk")).values("n")), 0),
+        requests_done=0,
     )
     return bool(claimed)
 
@@ -154,7 +159,6 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
     # The rows without their bodies' units: those are read a batch at a time as the analysis walks
     # the session (see StoredBodies), so a long conversation is never held whole.
     rows = list(Request.objects.filter(session=session).order_by("ordinal").defer(*BODY_FIELDS))
-    _progress(session_id, owner, total=len(rows), done=0)
     try:
         records = [stored_record_usage_only(row) for row in rows]
         order = [record.key for record in sorted(records, key=start_order)]
@@ -177,8 +181,7 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
             bodies=bodies,
             foreign=foreign_writes(session, rows),
         )
-        if not _store(session, rows, result, generation):
-            return result  # a run that read a newer generation has stored its results already
+        _store(session, rows, result, generation, owner)
     except Exception as error:
         if owner:
             SessionAnalysis.objects.filter(session_id=session_id, claimed_by=owner).update(
@@ -187,12 +190,18 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
                 message=f"{type(error).__name__}: {error}",
             )
         raise
+    return result
+
+
+def _done(session: Session, rows: Sequence[Request], result: RecordsAnalysis, owner: str) -> None:
+    """Record the job's end; a claimed job re-queued by a newer ingest meanwhile is left queued."""
     if owner:
         SessionAnalysis.objects.filter(
-            session_id=session_id, claimed_by=owner, status=SessionAnalysis.Status.RUNNING
+            session=session, claimed_by=owner, status=SessionAnalysis.Status.RUNNING
         ).update(
             status=SessionAnalysis.Status.DONE,
             finished_at=timezone.now(),
+            requests_total=len(rows),
             requests_done=len(rows),
             unmatched_records=result.unmatched_records,
             message="",
@@ -209,19 +218,14 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
                 "message": "",
             },
         )
-    return result
 
 
-def _progress(session_id: int, owner: str, *, total: int, done: int) -> None:
-    if owner:
-        SessionAnalysis.objects.filter(session_id=session_id, claimed_by=owner).update(
-            requests_total=total, requests_done=done
-        )
-
-
-def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, generation: int) -> bool:
-    """Replace the session's stored results with ``result``, read at ``generation``; False, writing
-    nothing, when a run that read a newer generation has stored its results already.
+def _store(
+    session: Session, rows: Sequence[Request], result: RecordsAnalysis, generation: int, owner: str
+) -> bool:
+    """Replace the session's stored results with ``result``, read at ``generation``, and record the
+    job's end in the same transaction; False, writing nothing, when a run that read a newer
+    generation has stored its results already.
 
     A run overtaken by a newer ingest still stores what it read: under a steady stream of small
     batches a long session would otherwise never show any result. The newer run overwrites it.
@@ -265,6 +269,7 @@ def _store(session: Session, rows: Sequence[Request], result: RecordsAnalysis, g
         host_notes_store(session=session, notes=result.host_notes, requests=by_key)
         session.warning_count = session.warnings.count()
         Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)
+        _done(session, rows, result, owner)
     return True
 
 

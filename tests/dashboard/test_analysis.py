@@ -5,6 +5,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from dashboard.models import (
     Event,
@@ -325,6 +327,25 @@ def test_the_task_claims_a_queued_analysis_once() -> None:
     assert (job.status, job.requests_total, job.requests_done) == ("done", 1, 1)
     assert RequestAnalysis.objects.filter(session=session).count() == 1
     assert not analysis_claim(session_id=session.pk, owner="another")
+
+
+@pytest.mark.django_db
+def test_the_claim_records_the_run_s_total_and_the_run_its_end_with_its_results() -> None:
+    source = Source.objects.create(name="laptop")
+    session = Session.objects.create(source=source, external_id="cc", format="claude-code")
+    usage_row(session, 0, START, 0, 12_000)
+    usage_row(session, 1, START + timedelta(minutes=1), 12_000, 300)
+    assert analysis_request(session_id=session.pk)
+    assert analysis_claim(session_id=session.pk, owner="task-a")
+    job = SessionAnalysis.objects.get(session=session)
+    assert (job.status, job.requests_total, job.requests_done) == ("running", 2, 0)
+
+    with CaptureQueriesContext(connection) as captured:
+        session_analyse(session_id=session.pk, owner="task-a")
+    job_writes = [q["sql"] for q in captured if q["sql"].startswith('UPDATE "dashboard_sessionanalysis"')]
+    assert len(job_writes) == 2  # the generation stored, then the end: no progress write of its own
+    job.refresh_from_db()
+    assert (job.status, job.requests_total, job.requests_done) == ("done", 2, 2)
 
 
 def claimed_by_task_a() -> Session:
