@@ -106,6 +106,14 @@ class IngestJob(models.Model):
         return self.status in (self.Status.DONE, self.Status.FAILED)
 
     @property
+    def status_summary(self) -> str:
+        """The status in words, with the errors of a job done in spite of them: "Done, 3 errors"."""
+        shown = str(self.get_status_display())
+        if self.status == self.Status.DONE and self.error_count:
+            return f"{shown}, {self.error_count:,} error{'' if self.error_count == 1 else 's'}"
+        return shown
+
+    @property
     def percent(self) -> int:
         if self.is_finished:
             return 100

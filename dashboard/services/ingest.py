@@ -10,7 +10,7 @@ adds nothing, and a log that has grown since adds only its new events (the rows 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from django.db import DataError, IntegrityError, transaction
@@ -217,14 +217,51 @@ def link_parents(source: Source) -> int:
     return linked
 
 
+def path_as_given(text: str, roots: Sequence[str], *, saved: bool = False) -> str:
+    """``text`` with each path under one of ``roots`` (the files or folders a job was given) cut to
+    the part below it: a file of a folder reads as its path within the folder, so a file uploaded
+    reads as the name it was uploaded under. With ``saved``, the roots are the server's folders of
+    saved uploads, which are named by their last part alone: they are no business of a job's page."""
+    for root in roots:
+        folder = root.rstrip(os.sep)
+        if not folder:
+            continue  # everything is under /: cutting it would only garble the paths
+        if saved and text in (root, folder):
+            return Path(folder).name
+        prefix = folder + os.sep
+        if text.startswith(prefix):
+            return text.removeprefix(prefix)
+        if os.path.isabs(folder):
+            text = text.replace(prefix, "")  # a path quoted in a reason
+    return text
+
+
 def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
     """Write ``summary`` on ``job``: its counts, its errors and notices as rows, and the job done."""
+    roots = [str(path) for path in job.paths]
+    saved = job.kind != IngestJob.Kind.COMMAND
+
+    def shown(text: str) -> str:
+        return path_as_given(text, roots, saved=saved)
+
     IngestError.objects.bulk_create(
-        IngestError(job=job, path=e.path[-1000:], line=e.line, field=e.field[:200], reason=e.reason)
+        IngestError(
+            job=job,
+            path=shown(e.path)[-1000:],
+            line=e.line,
+            field=e.field[:200],
+            reason=shown(e.reason),
+        )
         for e in summary.errors
     )
     IngestNotice.objects.bulk_create(
-        IngestNotice(job=job, path=n.path[-1000:], line=n.line, field=n.field[:200], reason=n.reason)
+        IngestNotice(
+            job=job,
+            path=shown(n.path)[-1000:],
+            line=n.line,
+            field=n.field[:200],
+            reason=shown(n.reason),
+        )
         for n in summary.notices
     )
     job.sessions.add(*summary.changed_session_ids)

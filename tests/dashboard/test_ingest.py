@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.models import Event, Session
-from dashboard.services.ingest import ingest_paths
+from dashboard.services.ingest import ingest_paths, path_as_given
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
 pytestmark = pytest.mark.django_db
@@ -102,3 +102,17 @@ def test_a_grown_log_moves_the_last_activity_to_its_newest_event(tmp_path: Path)
     assert newest is not None
     assert session.last_activity == newest.time
     assert session.last_activity > first
+
+
+def test_a_job_names_a_file_by_its_path_within_the_folder_it_was_given() -> None:
+    roots = ["/srv/logs/", "/srv/one.jsonl"]
+    assert path_as_given("/srv/logs/a/session.jsonl", roots) == "a/session.jsonl"
+    assert path_as_given("/srv/one.jsonl", roots) == "/srv/one.jsonl"  # a file given is named as given
+    assert path_as_given("/srv/logs/a/s.jsonl:3: header: bad", roots) == "a/s.jsonl:3: header: bad"
+    assert path_as_given("/var/log/x.jsonl", ["/"]) == "/var/log/x.jsonl"
+
+
+def test_a_saved_upload_folder_is_named_by_its_last_part_alone() -> None:
+    folder = "/data/uploads/1-c0ef6695cb96"
+    assert path_as_given(folder, [folder], saved=True) == "1-c0ef6695cb96"
+    assert path_as_given(folder + "/broken-json.jsonl", [folder], saved=True) == "broken-json.jsonl"

@@ -110,6 +110,42 @@ def test_bad_lines_of_an_upload_are_listed_on_its_job_page(
     assert error.reason in page
 
 
+def test_a_job_page_names_each_bad_file_as_uploaded_never_by_its_server_path(
+    operator_client: Client, django_capture_on_commit_callbacks, settings: object
+) -> None:  # type: ignore[no-untyped-def]
+    broken = log_bytes("broken").split(b"\n")
+    broken[2] = b'{"type": "user/message", "seq": '
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "broken-json.jsonl", b"\n".join(broken))
+        upload(operator_client, "fleet.zip", zipped({"a/session.jsonl": b"\n".join(broken)}))
+    single, folder = IngestJob.objects.order_by("pk")
+    assert IngestError.objects.get(job=single).path == "broken-json.jsonl"
+    # A zip unpacks into a folder named as the zip.
+    assert IngestError.objects.get(job=folder).path == "fleet/a/session.jsonl"
+    uploads = str(Path(settings.DATA_DIR) / "uploads")  # type: ignore[attr-defined]
+    for job in (single, folder):
+        page = operator_client.get(job.get_absolute_url()).content.decode()
+        assert uploads not in page
+
+
+def test_a_finished_job_with_errors_says_how_many_and_lists_them_without_asking_for_a_reload(
+    operator_client: Client, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    broken = log_bytes("broken").split(b"\n")
+    broken[2] = broken[3] = b'{"type": "user/message", "seq": '
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(operator_client, "broken-json.jsonl", b"\n".join(broken))
+    job = IngestJob.objects.get()
+    page = operator_client.get(job.get_absolute_url()).content.decode()
+    assert '<td class="small wrap">broken-json.jsonl</td>' in page
+    assert "Done, 2 errors" in page
+    assert "Reload to see the errors" not in page  # they are listed below
+    polled = operator_client.get(job.get_absolute_url(), headers={"HX-Request": "true"}).content.decode()
+    assert "Reload to see the errors" in polled  # the fragment a poll fetched as the job ended
+    listed = operator_client.get(reverse("dashboard:ingest")).content.decode()
+    assert '<span class="badge done">Done, 2 errors</span>' in listed
+
+
 def test_a_finished_job_links_the_sessions_it_added_or_updated(
     operator_client: Client, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
