@@ -26,6 +26,7 @@ from dashboard.services.distinct_values import distinct_values
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.htmx import HtmxHttpRequest
 from dashboard.views.session_timeline import events_context, host_notes_context
+from projections.cache.verdict import label_meaning
 
 REQUESTS_PER_PAGE = 25
 """Requests a page of the session's table shows: the charts above already draw every one."""
@@ -69,14 +70,18 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("source", "parent"), pk=session_id)
+    # The cause of each request's first change and its miss label, from its stored analysis (None
+    # until analysed): a usage-only log has labels but no first change to name.
+    analysed = session.requests.annotate(miss_cause=F("analysis__cause"), miss_label=F("analysis__label"))
+    requests = Paginator(analysed.order_by("ordinal"), REQUESTS_PER_PAGE).get_page(
+        request.GET.get("requests_page")
+    )
+    for call in requests:
+        call.label_meaning = label_meaning(call.miss_label)  # type: ignore[attr-defined]
     context = {
         "session": session,
         "children": session.children.select_related("source").order_by("started_at", "id"),
-        "requests": Paginator(
-            # The cause of each request's first change, from its stored analysis (None until analysed).
-            session.requests.annotate(miss_cause=F("analysis__cause")).order_by("ordinal"),
-            REQUESTS_PER_PAGE,
-        ).get_page(request.GET.get("requests_page")),
+        "requests": requests,
         "warnings": _session_warnings(session),
         **events_context(session, request.GET),
         **host_notes_context(session, request.GET),

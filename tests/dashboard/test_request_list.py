@@ -17,10 +17,12 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 
 from dashboard.models import Request, RequestAnalysis, Session, Source
 from dashboard.services.analysis import session_analyse
 from dashboard.views.requests import REQUESTS_PER_PAGE
+from projections.cache.verdict import label_meaning
 from tests.dashboard.test_analysis import conversation, ingest_captures
 
 pytestmark = pytest.mark.django_db
@@ -338,6 +340,19 @@ def test_the_session_request_table_shows_each_request_s_cause(viewer_client: Cli
     assert table.count(link) == 1  # only the third request changed its prompt
     listed = viewer_client.get(URL, {"session": str(session.pk), "cause": "edited"})
     assert keys(listed) == ["msg_3"]
+
+
+def test_the_session_request_table_shows_the_miss_label_where_no_change_names_a_cause(
+    viewer_client: Client,
+) -> None:
+    fleet(5)
+    labelled = Request.objects.get(key="k3")  # no cause: a usage-only log names no first change
+    RequestAnalysis.objects.filter(request=labelled).update(label="prefix-changed@messages", cause="")
+    page = viewer_client.get(labelled.session.get_absolute_url()).content.decode()
+    table = page[page.index('<section class="card" id="requests">') :]
+    meaning = escape(label_meaning("prefix-changed@messages"))
+    assert f'<span title="{meaning}">prefix-changed@messages</span>' in table
+    assert "system-changed" not in table
 
 
 def test_a_deep_page_holds_its_rows_in_order_with_their_analysis(viewer_client: Client) -> None:
