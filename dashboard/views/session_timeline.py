@@ -64,4 +64,4 @@ def host_notes_context(session: Session, params: QueryDict) -> dict[str, Any]:
 def session_host_notes_hx(request: HttpRequest, session_id: int) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)
     context = {"session": session, **host_notes_context(session, request.GET)}
-    return render(request, "dashboard/_session_host_notes.html", context)
+    return render(request, "dashboard/_session_host_notes.html#host-notes-results", context)

@@ -189,6 +189,9 @@ def test_host_notes_are_not_in_the_inbox_but_on_the_session_page_and_searchable(
         {"notes": "3818"},
         headers={"HX-Request": "true"},
     ).content.decode()
-    assert fragment.lstrip().startswith('<section id="host-notes"')
+    # The results alone: a refresh that replaced the search box would drop what was typed since.
+    assert fragment.lstrip().startswith('<div id="host-notes-results"')
+    assert 'name="notes"' not in fragment
+    assert 'hx-target="#host-notes-results"' in page
     assert "reused 3818" in fragment
     assert "evicted" not in fragment
