@@ -91,7 +91,7 @@ class FleetUsage:
 
     def requests_url(self, bucket: datetime, source: str = "") -> str:
         """The requests list narrowed to one bucket (and one source): what a chart's point stands for."""
-        params = {"since": iso(bucket), "until": iso(self.window.bucket_end(bucket))}
+        params = span_params(bucket, self.window.bucket_end(bucket))
         if source:
             params["source"] = source
         return _requests_path() + "?" + urlencode(params)
@@ -101,6 +101,12 @@ class FleetUsage:
 def _requests_path() -> str:
     """Reversed once: a chart of a 90-day range links a few hundred buckets."""
     return reverse("dashboard:requests")
+
+
+def span_params(start: datetime, end: datetime) -> dict[str, str]:
+    """The ``since`` and ``until`` filters of the sessions and requests lists for ``[start, end)``:
+    a link from a figure of the overview lists what the figure counted, not all time's."""
+    return {"since": iso(start), "until": iso(end)}
 
 
 def iso(moment: datetime) -> str:

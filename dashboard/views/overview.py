@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -8,7 +10,13 @@ from django.views.decorators.vary import vary_on_headers
 from dashboard.models import IngestJob, Session, Warning
 from dashboard.services.costs import usd
 from dashboard.services.fleet_cache import fleet_cache_context, top_wasted_writes
-from dashboard.services.fleet_usage import active_sessions_count, fleet_usage, fleet_window, source_rows
+from dashboard.services.fleet_usage import (
+    active_sessions_count,
+    fleet_usage,
+    fleet_window,
+    source_rows,
+    span_params,
+)
 from dashboard.time_range import RANGE_LABELS, RANGES, range_name
 from dashboard.views.htmx import HtmxHttpRequest
 
@@ -43,6 +51,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "range": chosen,
         "ranges": [(name, RANGE_LABELS[name]) for name in RANGES],
         "window": window,
+        # Appended to the links to the sessions list, which then lists the sessions the rows count.
+        "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
         "sources": [(row, usd(row.cost)) for row in sources],
         "recent_sessions": Session.objects.select_related("source")[:8],

@@ -3,6 +3,7 @@ by itself, leaves empty buckets empty, and links each bucket to the requests (an
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -151,3 +152,19 @@ def test_the_sessions_list_narrows_to_the_sessions_active_in_a_bucket(viewer_cli
     assert listed(since="2026-01-26", until="2026-02-25") == []
     response = viewer_client.get(reverse("dashboard:sessions"), {"since": "yesterday"})
     assert "since" in response.context["filters"].errors
+
+
+def test_a_source_or_client_release_link_lists_only_the_sessions_of_the_range(viewer_client: Client) -> None:
+    fleet([45, 44])
+    recent = fleet([1])
+    Session.objects.update(client_version="2.1.0")
+    Request.objects.update(client_version="2.1.0")
+    rollups_rebuild()
+
+    page = viewer_client.get(reverse("dashboard:overview"), {"range": "30d"}).content.decode()
+    for name, value in (("source", "farm"), ("client_version", "2.1.0")):
+        [link] = re.findall(rf'href="({reverse("dashboard:sessions")}\?{name}=[^"]*)"', page)
+        link = link.replace("&amp;", "&")
+        assert parse_qs(urlsplit(link).query)[name] == [value]
+        listed = [s.external_id for s in viewer_client.get(link).context["page"].rows]
+        assert listed == [recent.external_id], name  # not the session of 45 days back
