@@ -129,6 +129,24 @@ def test_a_run_that_breaks_records_the_failure_on_the_job_and_raises_it(dsh_log:
     assert not Session.objects.exists()
 
 
+@pytest.mark.django_db
+def test_a_failure_names_an_uploaded_file_without_the_server_s_upload_folder(
+    dsh_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = queued_job(dsh_log)
+    [folder] = job.paths
+
+    def disk_full(**_: object) -> None:
+        raise OSError(f"[Errno 28] No space left on device: '{folder}/session.jsonl'")
+
+    monkeypatch.setattr("dashboard.services.ingest.ingest_paths", disk_full)
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    with pytest.raises(OSError, match="No space left"):
+        ingest_job_run(job_id=job.pk, owner="task-a")
+    job.refresh_from_db()
+    assert job.message == "OSError: [Errno 28] No space left on device: 'session.jsonl'"
+
+
 def test_a_heartbeat_that_meets_a_database_error_keeps_its_lease_and_tries_again() -> None:
     calls: list[str] = []
 
