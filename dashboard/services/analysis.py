@@ -234,13 +234,18 @@ def _store(
     with transaction.atomic():
         # Lock the session row: two analyses of one session write one after the other.
         Session.objects.select_for_update().filter(pk=session.pk).first()
-        if SessionAnalysis.objects.filter(session=session, stored_generation__gt=generation).exists():
+        # One UPDATE where no newer reading was stored; the job row is looked for only when it misses.
+        job = SessionAnalysis.objects.filter(session=session)
+        if (
+            not job.exclude(stored_generation__gt=generation).update(stored_generation=generation)
+            and job.exists()
+        ):
             return False
-        SessionAnalysis.objects.filter(session=session).update(stored_generation=generation)
         RequestAnalysis.objects.filter(session=session).delete()
         # The chains first: the re-processed tokens of each request are counted along its lineage.
         _store_chains(by_key, result)
-        figures = request_figures(calls=figure_inputs(rows), prices=prices_load())
+        prices = prices_load()
+        figures = request_figures(calls=figure_inputs(rows), prices=prices)
         analyses = []
         for r in result.results:
             row = by_key.get(r.key)
@@ -265,7 +270,7 @@ def _store(
                 )
             )
         RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
-        warnings_store(session=session, result=result, requests=by_key)
+        warnings_store(session=session, result=result, requests=by_key, prices=prices)
         host_notes_store(session=session, notes=result.host_notes, requests=by_key)
         session.warning_count = session.warnings.count()
         Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)

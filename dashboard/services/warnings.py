@@ -35,13 +35,18 @@ def event_times(*, session_id: int, seqs: Iterable[int]) -> dict[int, datetime |
 
 
 def warnings_store(
-    *, session: Session, result: RecordsAnalysis, requests: Mapping[str, Request]
+    *,
+    session: Session,
+    result: RecordsAnalysis,
+    requests: Mapping[str, Request],
+    prices: Sequence[Price] | None = None,
 ) -> list[Warning]:
     """Keep one Warning row per (kind, place) with the number of requests that showed it.
 
     Rows the analysis wrote before and no longer finds are removed; a row found again keeps its
     first-seen time. The row links the first request that showed it, dates itself by that request's
-    start (or its event's time) and carries what that request puts at stake.
+    start (or its event's time) and carries what that request puts at stake, priced by ``prices``
+    (the price table, read here when not given).
     """
     grouped: dict[tuple[str, str], tuple[int, int]] = {}  # (kind, place) -> (first finding, count)
     for index, finding in enumerate(result.findings):
@@ -56,7 +61,6 @@ def warnings_store(
     Warning.objects.filter(pk__in=stale).delete()
     analyses = {r.key: r.data for r in result.results}
     times = event_times(session_id=session.pk, seqs=(f.seq for f in result.findings if f.seq is not None))
-    prices: Sequence[Price] | None = None
     kept: list[Warning] = []
     new: list[Warning] = []
     for (kind, place), (index, count) in grouped.items():
