@@ -89,6 +89,11 @@ def test_a_session_page_reads_as_the_conversation_with_its_host_notes(
     expect(notes.locator(".empty")).to_be_visible()
     notes.get_by_label("Search").fill("")
     expect(notes.locator("li").first).to_be_visible()
+    # Typed at human speed, each pause refreshes the results: none of them may drop the box's text.
+    notes.get_by_label("Search").press_sequentially("kv-un", delay=400)
+    expect(notes.get_by_label("Search")).to_have_value("kv-un")
+    expect(notes.get_by_label("Search")).to_be_focused()
+    expect(notes.locator("li").first).to_contain_text("kv-un")
 
     items = timeline.locator("li.tl")
     before = items.count()
