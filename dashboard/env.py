@@ -16,7 +16,10 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    """The variable's value; ``default`` when it is unset or blank, as a shell's ``NAME= command``
+    leaves it (a blank data folder would otherwise be the working directory)."""
+    raw = os.environ.get(name, "")
+    return raw if raw.strip() else default
 
 
 def env_bool(name: str, default: bool = False) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import env_bool, env_int, env_url
+from dashboard.env import env_bool, env_int, env_str, env_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,6 +17,13 @@ def test_env_bool_refuses_a_word_it_does_not_know(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("DEBUG", "maybe")
     with pytest.raises(ImproperlyConfigured, match="DEBUG='maybe' is not a boolean"):
         env_bool("DEBUG")
+
+
+def test_env_str_takes_a_blank_value_for_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CACHESCOPE_DATA_DIR", "  ")
+    assert env_str("CACHESCOPE_DATA_DIR", "/srv/cachescope") == "/srv/cachescope"
+    monkeypatch.setenv("CACHESCOPE_DATA_DIR", "/data")
+    assert env_str("CACHESCOPE_DATA_DIR", "/srv/cachescope") == "/data"
 
 
 def test_env_int_names_the_variable_of_a_bad_number(monkeypatch: pytest.MonkeyPatch) -> None:
