@@ -104,6 +104,10 @@ def _measure(args: argparse.Namespace) -> None:
         Page(f"wasted-writes, uncached: range={name}", call=_wasted_first_view(viewer, name))
         for name in ("90d", "all")
     ]
+    pages += [
+        Page(f"wasted-writes, no ledgers: range={name}", call=_wasted_first_view(viewer, name, ledgers=False))
+        for name in ("90d", "all")
+    ]
     if args.raw:
         pages += [Page(f"raw sums: range={name}", call=_raw_sums(name)) for name in RANGES]
     heading = f"{'page':<40} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8} {'SQL ms':>8} {'CPU ms':>8}"
@@ -129,16 +133,21 @@ def _cpu_ms(client: Any, page: Page, reads: int = 5) -> float:
     return sorted(spent)[len(spent) // 2] * 1000
 
 
-def _wasted_first_view(client: Any, name: str) -> Any:
-    """The wasted-writes panel as the first reader after a price change or a restart reads it: every
-    candidate's cost figured afresh from its requests (an ingest drops only its own session's)."""
+def _wasted_first_view(client: Any, name: str, *, ledgers: bool = True) -> Any:
+    """The wasted-writes panel as the first reader after a price change or a restart reads it (this
+    process's cache emptied; the sessions' cost ledgers stay). Without ``ledgers``, as the first
+    reader after the upgrade that brought them: every candidate's cost figured from its requests,
+    and its ledger stored."""
 
     def call() -> Any:
         from django.core.cache import cache
 
         from benchmarks.listing_pages import get
+        from dashboard.models import SessionCostLedger
 
         cache.clear()  # this process's own memory cache: no one else's
+        if not ledgers:
+            SessionCostLedger.objects.all().delete()
         return get(client, f"/overview/wasted-writes/?range={name}")
 
     return call

@@ -91,19 +91,23 @@ def _cold(lookup: Callable[[], Any], key: str) -> Callable[[], Any]:
     return call
 
 
-def _figures_cold(client: Any, session_id: int) -> Callable[[], Any]:
-    """The long session's page as the first reader after a new request or price change reads it: its
-    cost and charts made afresh (the context-breakdown series, kept by the log's length, stays)."""
+def _figures_cold(client: Any, session_id: int, *, ledger: bool = True) -> Callable[[], Any]:
+    """The long session's page as the first reader after a new analysis or a price change reads it:
+    its cost (from the ledger the analysis stored) and its charts made afresh; the context-breakdown
+    series, kept by the log's length, stays. Without ``ledger``, as the first reader after an ingest
+    not yet analysed: the cost figured from every request."""
 
     def call() -> Any:
         from django.core.cache import cache
 
-        from dashboard.models import Session, SessionAnalysis
+        from dashboard.models import Session, SessionAnalysis, SessionCostLedger
         from dashboard.services.session_figures import session_figures_key
 
         session = Session.objects.get(pk=session_id)
         analysis = SessionAnalysis.objects.filter(session=session).first()
         cache.delete(session_figures_key(session=session, analysis=analysis))
+        if not ledger:
+            SessionCostLedger.objects.filter(session=session).delete()
         return get(client, f"/sessions/{session_id}/")
 
     return call
@@ -133,6 +137,10 @@ def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
         Page("session: 2,000 requests, analysed", f"/sessions/{heavy_session_id}/"),
         Page("session: 2,000 requests, page 20", f"/sessions/{heavy_session_id}/?requests_page=20"),
         Page("session: 2,000 requests, figures cold", call=_figures_cold(viewer, heavy_session_id)),
+        Page(
+            "session: 2,000 requests, figures cold, no ledger",
+            call=_figures_cold(viewer, heavy_session_id, ledger=False),
+        ),
         Page("requests: first page", "/requests/"),
         Page("requests: model filter", "/requests/?model=claude-opus-4-1-20250805"),
         Page("requests: client filter", f"/requests/?client_version={version}"),

@@ -2,6 +2,7 @@
 
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.blocks import Block
+from dashboard.models.costs import SessionCostLedger
 from dashboard.models.followups import PendingFollowup
 from dashboard.models.host_notes import HostNote
 from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
@@ -39,6 +40,7 @@ __all__ = [
     "RequestAnalysis",
     "Session",
     "SessionAnalysis",
+    "SessionCostLedger",
     "Source",
     "UsageRollup",
     "Warning",

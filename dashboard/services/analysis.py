@@ -10,7 +10,7 @@ the TTL window, read in one query per analysed session (see :func:`foreign_write
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Count, F, Q, Subquery
@@ -19,10 +19,11 @@ from django.utils import timezone
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.models.requests import CHAIN_MAX_LENGTH
-from dashboard.services.costs import prices_load
+from dashboard.services.costs import cost_ledger, prices_load
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures
+from dashboard.services.session_costs import analysis_stamp, ledgers_store, session_key, stored_calls
 from dashboard.services.stored_requests import StoredBodies, stored_record_usage_only
 from dashboard.services.warnings import host_notes_store, warnings_store
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
@@ -193,14 +194,16 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
     return result
 
 
-def _done(session: Session, rows: Sequence[Request], result: RecordsAnalysis, owner: str) -> None:
+def _done(
+    session: Session, rows: Sequence[Request], result: RecordsAnalysis, owner: str, finished: datetime
+) -> None:
     """Record the job's end; a claimed job re-queued by a newer ingest meanwhile is left queued."""
     if owner:
         SessionAnalysis.objects.filter(
             session=session, claimed_by=owner, status=SessionAnalysis.Status.RUNNING
         ).update(
             status=SessionAnalysis.Status.DONE,
-            finished_at=timezone.now(),
+            finished_at=finished,
             requests_total=len(rows),
             requests_done=len(rows),
             unmatched_records=result.unmatched_records,
@@ -211,7 +214,7 @@ def _done(session: Session, rows: Sequence[Request], result: RecordsAnalysis, ow
             session=session,
             defaults={
                 "status": SessionAnalysis.Status.DONE,
-                "finished_at": timezone.now(),
+                "finished_at": finished,
                 "requests_total": len(rows),
                 "requests_done": len(rows),
                 "unmatched_records": result.unmatched_records,
@@ -274,7 +277,18 @@ def _store(
         host_notes_store(session=session, notes=result.host_notes, requests=by_key)
         session.warning_count = session.warnings.count()
         Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)
-        _done(session, rows, result, owner)
+        finished = timezone.now()
+        _done(session, rows, result, owner, finished)
+        # Keyed by the session as read before its rows: should an ingest have added rows since,
+        # pages read a newer key and make the ledger again rather than trust this one.
+        ledgers_store(
+            {
+                session.pk: (
+                    session_key(session, analysis_stamp(generation, finished)),
+                    cost_ledger(stored_calls(rows)),
+                )
+            }
+        )
     return True
 
 

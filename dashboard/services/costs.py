@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
@@ -206,35 +206,87 @@ def _rewrites(previous: Call | None, call: Call) -> tuple[int, int]:
     return again_1h, again_5m
 
 
-def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> SessionCost:
-    """The cost, wasted writes and re-writes of a session's calls, given in request order."""
-    total = ZERO
-    priced = 0
-    unpriced: set[str] = set()
-    rewritten_tokens = wasted_write_tokens = 0
-    rewritten_cost = wasted_write_cost = ZERO
+@dataclass(slots=True)
+class ModelTally:
+    """One model's share of a session's cost before any price: its calls' usage summed by bucket,
+    and of their writes, those never read back and those written again, by lifetime.
+
+    Every figure of :class:`SessionCost` is a sum over calls of tokens times their model's price,
+    so these sums price a session exactly, whatever the price table says by then.
+    """
+
+    requests: int = 0
+    uncached_input: int = 0
+    cache_read: int = 0
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
+    output: int = 0
+    unread_1h: int = 0
+    unread_5m: int = 0
+    again_1h: int = 0
+    again_5m: int = 0
+
+    def as_list(self) -> list[int]:
+        return [getattr(self, field.name) for field in fields(self)]
+
+    @classmethod
+    def of_list(cls, values: Sequence[int]) -> ModelTally:
+        return cls(*values)
+
+    def usage(self) -> Tokens:
+        return Tokens(
+            self.uncached_input, self.cache_read, self.cache_write_5m, self.cache_write_1h, self.output
+        )
+
+
+CostLedger = dict[str, ModelTally]
+"""A session's :class:`ModelTally` by model name."""
+
+
+def cost_ledger(calls: Sequence[Call]) -> CostLedger:
+    """The price-free sums a session's cost is made of, from its calls in request order: a write
+    is read back (or written again) only by the next call of its own lineage."""
     lineages: dict[str, list[Call]] = defaultdict(list)
     for call in calls:
         lineages[call.lineage].append(call)
-    matched: dict[str, Price | None] = {}  # a session uses few models: match each once
+    ledger: CostLedger = {}
     for chain in lineages.values():
         for index, call in enumerate(chain):
-            if call.model not in matched:
-                matched[call.model] = price_match(model=call.model, prices=prices)
-            price = matched[call.model]
-            if price is None:
-                unpriced.add(call.model or "(no model)")
-                continue
-            priced += 1
-            total += usage_cost(tokens=call.tokens, price=price)
-            following = chain[index + 1] if index + 1 < len(chain) else None
-            lost_1h, lost_5m = _unread_writes(call, following)
-            wasted_write_tokens += lost_1h + lost_5m
-            wasted_write_cost += (lost_1h * price.cache_write_1h + lost_5m * price.cache_write_5m) / MILLION
+            tally = ledger.setdefault(call.model, ModelTally())
+            tokens = call.tokens
+            tally.requests += 1
+            tally.uncached_input += tokens.uncached_input
+            tally.cache_read += tokens.cache_read
+            tally.cache_write_5m += tokens.cache_write_5m
+            tally.cache_write_1h += tokens.cache_write_1h
+            tally.output += tokens.output
+            lost_1h, lost_5m = _unread_writes(call, chain[index + 1] if index + 1 < len(chain) else None)
+            tally.unread_1h += lost_1h
+            tally.unread_5m += lost_5m
             again_1h, again_5m = _rewrites(chain[index - 1] if index else None, call)
-            rewritten_tokens += again_1h + again_5m
-            rewritten_cost += (again_1h * price.cache_write_1h + again_5m * price.cache_write_5m) / MILLION
-    unpriced_count = len(calls) - priced
+            tally.again_1h += again_1h
+            tally.again_5m += again_5m
+    return ledger
+
+
+def ledger_cost(ledger: CostLedger, prices: Sequence[Price]) -> SessionCost:
+    """A session's cost, wasted writes and re-writes at ``prices``; a model no price matches adds its
+    requests to the unpriced ones and nothing to any figure."""
+    total = rewritten_cost = wasted_write_cost = ZERO
+    priced = unpriced_count = rewritten_tokens = wasted_write_tokens = 0
+    unpriced: set[str] = set()
+    for model, tally in ledger.items():
+        price = price_match(model=model, prices=prices)
+        if price is None:
+            unpriced.add(model or "(no model)")
+            unpriced_count += tally.requests
+            continue
+        priced += tally.requests
+        total += usage_cost(tokens=tally.usage(), price=price)
+        wasted_write_tokens += tally.unread_1h + tally.unread_5m
+        wasted_write_cost += _write_cost(tally.unread_1h, tally.unread_5m, price)
+        rewritten_tokens += tally.again_1h + tally.again_5m
+        rewritten_cost += _write_cost(tally.again_1h, tally.again_5m, price)
     return SessionCost(
         total=total if priced else None,
         priced_requests=priced,
@@ -245,6 +297,15 @@ def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> Sessio
         wasted_write_tokens=wasted_write_tokens,
         wasted_write_cost=wasted_write_cost,
     )
+
+
+def _write_cost(tokens_1h: int, tokens_5m: int, price: Price) -> Decimal:
+    return (tokens_1h * price.cache_write_1h + tokens_5m * price.cache_write_5m) / MILLION
+
+
+def session_cost_of(*, calls: Sequence[Call], prices: Sequence[Price]) -> SessionCost:
+    """The cost, wasted writes and re-writes of a session's calls, given in request order."""
+    return ledger_cost(cost_ledger(calls), prices)
 
 
 def session_cost_compute(*, session: Session) -> SessionCost:

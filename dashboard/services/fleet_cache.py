@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet, Sum
 
 from dashboard.charts import warnings_by_kind_chart
 from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis, Warning
-from dashboard.services.costs import SessionCost, sessions_cost_compute
 from dashboard.services.fleet_usage import (
     ActiveSessions,
     FleetUsage,
@@ -22,14 +20,13 @@ from dashboard.services.fleet_usage import (
     fleet_usage,
     fleet_window,
 )
-from dashboard.services.session_figures import prices_version, session_inputs_key
+from dashboard.services.session_costs import session_inputs_key, sessions_cost
 from dashboard.time_range import DEFAULT_RANGE, TimeWindow
 from projections.provider_diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
 RECENT_MISSES = 10
 WASTE_CANDIDATES = 50
-COST_CACHE_SECONDS = 3600
 
 
 def bucket_points(usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = "") -> list[BucketPoint]:
@@ -96,7 +93,7 @@ def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
         .select_related("source", "analysis")
         .order_by("-cache_write_tokens", "id")[:WASTE_CANDIDATES]
     )
-    costs = sessions_cost_cached(sessions=candidates)
+    costs = sessions_cost(keys={session.pk: _inputs_key(session) for session in candidates})
     ranked = []
     for session in candidates:
         cost = costs[session.pk]
@@ -106,25 +103,6 @@ def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
             )
     ranked.sort(key=lambda row: (-row["cost"], -row["tokens"]))
     return ranked[:TOP_REWRITERS]
-
-
-def sessions_cost_cached(*, sessions: list[Session]) -> dict[int, SessionCost]:
-    """Each session's cost figures, from the cache while its requests, its stored analysis and the
-    prices are as they were; the others figured from their requests in one query and kept.
-
-    The candidates of a 90-day range hold some 18,000 requests, whose costs took 200 ms of CPU on
-    every view of the panel though they change only with an ingest, an analysis or a price.
-    """
-    prices = prices_version()
-    keys = {session.pk: f"session-cost:{_inputs_key(session)}:{prices}" for session in sessions}
-    found = cache.get_many(list(keys.values()))
-    costs = {pk: found[key] for pk, key in keys.items() if key in found}
-    missing = [pk for pk in keys if pk not in costs]
-    if missing:
-        figured = sessions_cost_compute(session_ids=missing)
-        cache.set_many({keys[pk]: figured[pk] for pk in missing}, COST_CACHE_SECONDS)
-        costs.update(figured)
-    return costs
 
 
 def _inputs_key(session: Session) -> str:

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Max
 from django.urls import reverse
 
 from dashboard.charts import CacheabilityBar, RequestBar, session_cacheability_chart, session_requests_chart
-from dashboard.models import ModelPrice, Request, RequestAnalysis, Session, SessionAnalysis
-from dashboard.services.costs import SessionCost, session_cost_compute
+from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
+from dashboard.services.costs import SessionCost
+from dashboard.services.session_costs import prices_version, session_cost, session_inputs_key
 
 FIGURES_CACHE_SECONDS = 3600
 
@@ -39,7 +39,7 @@ def session_figures_cached(*, session: Session, analysis: SessionAnalysis | None
     key = session_figures_key(session=session, analysis=analysis)
     figures: SessionFigures | None = cache.get(key)
     if figures is None:
-        figures = session_figures(session=session)
+        figures = session_figures(session=session, analysis=analysis)
         cache.set(key, figures, FIGURES_CACHE_SECONDS)
     return figures
 
@@ -49,34 +49,7 @@ def session_figures_key(*, session: Session, analysis: SessionAnalysis | None) -
     return f"session-figures:{session_inputs_key(session=session, analysis=analysis)}:{prices_version()}"
 
 
-def session_inputs_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
-    """A key naming the session's requests (their number and token sums) and its stored analysis,
-    which gives them their lineages: what a session's cost is figured from besides the prices."""
-    born = session.created_at.timestamp() if session.created_at else 0
-    usage = (
-        session.request_count,
-        session.uncached_input_tokens,
-        session.cache_read_tokens,
-        session.cache_write_tokens,
-        session.cache_write_1h_tokens,
-        session.output_tokens,
-    )
-    stored = (
-        "-"
-        if analysis is None
-        else f"{analysis.stored_generation}.{analysis.finished_at.timestamp() if analysis.finished_at else 0}"
-    )
-    return f"{session.pk}:{born}:{':'.join(map(str, usage))}:{stored}"
-
-
-def prices_version() -> str:
-    """Changes whenever a price is added, edited or removed."""
-    prices = ModelPrice.objects.aggregate(rows=Count("id"), edited=Max("updated_at"))
-    edited = prices["edited"].timestamp() if prices["edited"] else 0
-    return f"{prices['rows']}.{edited}"
-
-
-def session_figures(*, session: Session) -> SessionFigures:
+def session_figures(*, session: Session, analysis: SessionAnalysis | None) -> SessionFigures:
     """The session's cost and its requests and cacheability charts, from its stored requests."""
     # Plain tuples, and only the cacheability part of each analysis: a 2,000-request session
     # would otherwise build 4,000 model instances and decode every analysis in full.
@@ -126,7 +99,7 @@ def session_figures(*, session: Session) -> SessionFigures:
                 )
             )
     return SessionFigures(
-        cost=session_cost_compute(session=session),
+        cost=session_cost(session=session, analysis=analysis),
         # A chart of one request, or of requests that reported nothing, says nothing the figures
         # above it do not: it is left out rather than drawn empty.
         requests_chart=session_requests_chart(bars) if _tells(bars) else None,

@@ -46,9 +46,9 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     made: list[int] = []
     original = figures_module.session_figures
 
-    def counting(*, session: Session) -> SessionFigures:
+    def counting(*, session: Session, analysis: SessionAnalysis | None) -> SessionFigures:
         made.append(session.pk)
-        return original(session=session)
+        return original(session=session, analysis=analysis)
 
     monkeypatch.setattr(figures_module, "session_figures", counting)
     return made

@@ -1,0 +1,127 @@
+"""Each session's cost, priced from its stored ledger (:class:`~dashboard.models.SessionCostLedger`).
+
+A session's cost needs its requests in order, and a 90-day overview's wasted-writes panel weighs
+some 18,000 of them: priced call by call that took a third of a second on the first view after a
+restart or a price change. The ledger keeps, per model, the sums those figures are made of, so a
+session is priced from a few numbers whatever the price table says. It is kept with the key of the
+requests and analysis it was made from (:func:`session_inputs_key`): the analysis writes it, and a
+page that finds it missing or made from older rows makes it again from the requests and stores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from django.db.models import Count, Max
+
+from dashboard.models import ModelPrice, Request, Session, SessionAnalysis, SessionCostLedger
+from dashboard.services.costs import (
+    Call,
+    CostLedger,
+    ModelTally,
+    SessionCost,
+    Tokens,
+    cost_ledger,
+    ledger_cost,
+    prices_load,
+    session_calls_load,
+)
+
+
+def session_inputs_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
+    """A key naming the session's requests (their number and token sums) and its stored analysis,
+    which gives them their lineages: what a session's cost is figured from besides the prices."""
+    stored = "-" if analysis is None else analysis_stamp(analysis.stored_generation, analysis.finished_at)
+    return session_key(session, stored)
+
+
+def analysis_stamp(generation: int, finished_at: datetime | None) -> str:
+    """What :func:`session_inputs_key` names of a stored analysis."""
+    return f"{generation}.{finished_at.timestamp() if finished_at else 0}"
+
+
+def session_key(session: Session, analysis_stamp: str) -> str:
+    born = session.created_at.timestamp() if session.created_at else 0
+    usage = (
+        session.request_count,
+        session.uncached_input_tokens,
+        session.cache_read_tokens,
+        session.cache_write_tokens,
+        session.cache_write_1h_tokens,
+        session.output_tokens,
+    )
+    return f"{session.pk}:{born}:{':'.join(map(str, usage))}:{analysis_stamp}"
+
+
+def prices_version() -> str:
+    """Changes whenever a price is added, edited or removed."""
+    prices = ModelPrice.objects.aggregate(rows=Count("id"), edited=Max("updated_at"))
+    edited = prices["edited"].timestamp() if prices["edited"] else 0
+    return f"{prices['rows']}.{edited}"
+
+
+def sessions_cost(*, keys: Mapping[int, str]) -> dict[int, SessionCost]:
+    """The cost figures of each session of ``keys`` (session id → its :func:`session_inputs_key`) at
+    today's prices: from its ledger where that was made under the same key, else from its requests,
+    whose ledger is then stored. Two queries when every ledger is current, four at most."""
+    if not keys:
+        return {}
+    stored = SessionCostLedger.objects.filter(session_id__in=list(keys)).values_list(
+        "session_id", "inputs_key", "tallies"
+    )
+    ledgers = {pk: ledger_of_json(tallies) for pk, key, tallies in stored if key == keys[pk]}
+    missing = [pk for pk in keys if pk not in ledgers]
+    if missing:
+        made = {pk: cost_ledger(calls) for pk, calls in session_calls_load(session_ids=missing).items()}
+        ledgers_store({pk: (keys[pk], ledger) for pk, ledger in made.items()})
+        ledgers.update(made)
+    prices = prices_load()
+    return {pk: ledger_cost(ledgers[pk], prices) for pk in keys}
+
+
+def session_cost(*, session: Session, analysis: SessionAnalysis | None) -> SessionCost:
+    """:func:`sessions_cost` of one session."""
+    return sessions_cost(keys={session.pk: session_inputs_key(session=session, analysis=analysis)})[
+        session.pk
+    ]
+
+
+def ledgers_store(ledgers: Mapping[int, tuple[str, CostLedger]]) -> None:
+    """Keep each session's ledger under its key, replacing any older one; one query."""
+    SessionCostLedger.objects.bulk_create(
+        [
+            SessionCostLedger(session_id=pk, inputs_key=key[:255], tallies=ledger_as_json(ledger))
+            for pk, (key, ledger) in ledgers.items()
+        ],
+        update_conflicts=True,
+        unique_fields=["session"],
+        update_fields=["inputs_key", "tallies"],
+    )
+
+
+def stored_calls(rows: Sequence[Request]) -> list[Call]:
+    """Stored requests, given in order, as the cost needs them (their lineage as the pages read it)."""
+    return [
+        Call(
+            row.current_lineage,
+            row.model,
+            row.started_at,
+            Tokens(
+                row.uncached_input_tokens or 0,
+                row.cache_read_tokens or 0,
+                row.cache_write_5m_tokens or 0,
+                row.cache_write_1h_tokens or 0,
+                row.output_tokens or 0,
+            ),
+        )
+        for row in rows
+    ]
+
+
+def ledger_as_json(ledger: CostLedger) -> dict[str, list[int]]:
+    return {model: tally.as_list() for model, tally in ledger.items()}
+
+
+def ledger_of_json(data: Mapping[str, Sequence[int]]) -> CostLedger:
+    return {model: ModelTally.of_list(values) for model, values in data.items()}

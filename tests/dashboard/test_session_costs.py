@@ -1,0 +1,137 @@
+"""A session's cost is priced from its stored ledger while the ledger was made from the requests and
+analysis the session has now; a price change re-prices it without reading a request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from dashboard.models import ModelPrice, Session, SessionAnalysis, SessionCostLedger, Source
+from dashboard.services.analysis import session_analyse
+from dashboard.services.costs import Call, Tokens, cost_ledger, ledger_cost, price_match, prices_load
+from dashboard.services.costs import session_cost_compute as cost_off_the_requests
+from dashboard.services.session_costs import (
+    ledger_as_json,
+    ledger_of_json,
+    session_inputs_key,
+    sessions_cost,
+)
+from tests.dashboard.test_analysis import MODEL, START
+from tests.dashboard.test_session_figures import add_request
+
+pytestmark = pytest.mark.django_db
+
+
+def session_of(requests: int) -> Session:
+    source, _ = Source.objects.get_or_create(name="laptop")
+    session = Session.objects.create(source=source, external_id=f"s{Session.objects.count()}", format="dsh")
+    for ordinal in range(requests):
+        add_request(session, ordinal)
+    return session
+
+
+def keys_of(*sessions: Session) -> dict[int, str]:
+    keyed = {}
+    for session in sessions:
+        session.refresh_from_db()
+        analysis = SessionAnalysis.objects.filter(session=session).first()
+        keyed[session.pk] = session_inputs_key(session=session, analysis=analysis)
+    return keyed
+
+
+def request_reads(queries: CaptureQueriesContext) -> list[str]:
+    return [query["sql"] for query in queries if '"dashboard_request"' in query["sql"]]
+
+
+def test_the_ledger_prices_a_session_as_its_calls_do() -> None:
+    minute = timedelta(minutes=1)
+    calls = [
+        Call("main", MODEL, START, Tokens(50, 0, 10_000, 2_000, 10)),
+        Call("main", MODEL, START + minute, Tokens(50, 12_000, 500, 0, 10)),
+        Call("side", MODEL, START + 2 * minute, Tokens(10, 0, 3_000, 0, 5)),
+        Call("main", MODEL, START + 20 * minute, Tokens(50, 0, 12_500, 0, 10)),  # the 5-minute write expired
+        Call("main", "mystery-1", START + 21 * minute, Tokens(1, 0, 0, 0, 1)),
+    ]
+    ledger = cost_ledger(calls)
+
+    assert ledger_of_json(ledger_as_json(ledger)) == ledger
+    assert ledger[MODEL].requests == 4
+    # The second call read back all the first wrote; its own 500 expired before the fourth; the side
+    # lineage's 3,000 and the fourth call's 12,500 were never read (the unpriced call read nothing).
+    assert ledger[MODEL].unread_5m == 500 + 3_000 + 12_500
+    assert ledger[MODEL].again_5m == 12_500
+    cost = ledger_cost(ledger, prices_load())
+    assert (cost.priced_requests, cost.unpriced_requests, cost.unpriced_models) == (4, 1, ("mystery-1",))
+    price = price_match(model=MODEL, prices=prices_load())
+    assert price is not None
+    assert cost.wasted_write_cost == (16_000 * price.cache_write_5m) / Decimal(1_000_000)
+
+
+def test_the_analysis_stores_the_ledger_the_pages_read_without_the_requests() -> None:
+    session = session_of(4)
+    session_analyse(session_id=session.pk)
+
+    with CaptureQueriesContext(connection) as queries:
+        cost = sessions_cost(keys=keys_of(session))[session.pk]
+
+    assert cost == cost_off_the_requests(session=session)
+    assert cost.total is not None
+    assert cost.total > 0
+    assert request_reads(queries) == []
+    assert SessionCostLedger.objects.get(session=session).inputs_key == keys_of(session)[session.pk]
+
+
+def test_a_price_change_reprices_the_ledger_without_reading_a_request() -> None:
+    session = session_of(3)
+    session_analyse(session_id=session.pk)
+    before = sessions_cost(keys=keys_of(session))[session.pk]
+    price = ModelPrice.objects.get(pattern=price_match(model=MODEL, prices=prices_load()).pattern)  # type: ignore[union-attr]
+    price.cache_write_5m *= 2
+    price.input *= 2
+    price.save()
+
+    with CaptureQueriesContext(connection) as queries:
+        after = sessions_cost(keys=keys_of(session))[session.pk]
+
+    assert request_reads(queries) == []
+    assert after == cost_off_the_requests(session=session)
+    assert after.wasted_write_cost == 2 * before.wasted_write_cost > 0
+    assert after.total is not None
+    assert before.total is not None
+    assert after.total > before.total
+
+
+def test_a_ledger_made_from_fewer_requests_is_made_again_and_stored() -> None:
+    session = session_of(3)
+    session_analyse(session_id=session.pk)
+    stale_key = keys_of(session)[session.pk]
+    add_request(session, 3)  # ingested, not analysed yet: the session's key moves on
+
+    with CaptureQueriesContext(connection) as queries:
+        cost = sessions_cost(keys=keys_of(session))[session.pk]
+
+    assert request_reads(queries), "the ledger was out of date: the requests had to be read"
+    assert cost == cost_off_the_requests(session=session)
+    assert cost.priced_requests == 4
+    stored = SessionCostLedger.objects.get(session=session)
+    assert stored.inputs_key == keys_of(session)[session.pk] != stale_key
+    assert ledger_of_json(stored.tallies)[MODEL].requests == 4
+
+
+def test_sessions_without_a_ledger_get_one_in_a_single_read_of_their_requests() -> None:
+    first, second = session_of(2), session_of(3)
+    for session in (first, second):
+        session_analyse(session_id=session.pk)
+    SessionCostLedger.objects.all().delete()  # analysed before ledgers were kept
+
+    with CaptureQueriesContext(connection) as queries:
+        costs = sessions_cost(keys=keys_of(first, second))
+
+    assert len(request_reads(queries)) == 1
+    assert costs == {s.pk: cost_off_the_requests(session=s) for s in (first, second)}
+    assert SessionCostLedger.objects.count() == 2
+    assert sessions_cost(keys={}) == {}
