@@ -18,11 +18,11 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from dashboard.models import Request, Session, Warning
+from dashboard.models import Request, Session, Source, Warning
 from dashboard.services.analysis import session_analyse
 from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import write_jsonl
-from tests.dashboard.test_analysis import START, SYSTEM, body, capture, text
+from tests.dashboard.test_analysis import START, SYSTEM, body, capture, text, usage_row
 
 FIRST = [{"role": "user", "content": [text("Please read main.py", marked=True)]}]
 SECOND = [
@@ -203,3 +203,43 @@ def test_a_hostile_reason_is_shown_escaped_on_the_request_page_and_the_overview(
     for shown in (html, overview):
         assert hostile not in shown
         assert "&lt;img src=x onerror=alert(1)&gt;" in shown
+
+
+@pytest.mark.django_db
+def test_beside_a_stated_reason_a_request_stored_without_its_body_has_an_unknown_first_change(
+    viewer_client: Client,
+) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="cc", format="claude-code"
+    )
+    usage_row(session, 0, START, 0, 12_000)
+    second = usage_row(session, 1, START + timedelta(minutes=1), 0, 12_500)
+    Request.objects.filter(pk=second.pk).update(
+        provider_miss_reason="system_changed", provider_missed_tokens=12_000
+    )
+    session_analyse(session_id=session.pk)
+
+    verdict, html = page(viewer_client, second.key)
+
+    assert verdict.provider_diagnosis.reason == "system_changed"
+    assert "first change</a>: unknown (only the usage of this request was stored" in html
+    assert "Unknown: only the usage of this request was stored, not its body" in html
+    assert ": none" not in html
+
+
+@pytest.mark.django_db
+def test_the_request_page_counts_units_and_names_each_marker_s_position(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    path = write_jsonl(tmp_path / "capture.jsonl", diagnosed(None, system_changes=False))
+    ingested(path, "anthropic-capture")
+    call = Request.objects.get(key="msg_2")
+
+    _, html = page(viewer_client, "msg_2")
+
+    assert call.has_body
+    first, second = (marker["position"] for marker in call.markers)
+    assert f"{len(call.units)} units; " in html
+    assert f"cache marker</a> positions {first} (5m), {second} (5m)." in html
+    assert "markers at none" not in html
+    assert "anthropic · anthropic" not in html
