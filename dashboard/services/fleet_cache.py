@@ -21,7 +21,7 @@ from dashboard.services.fleet_usage import (
     fleet_window,
 )
 from dashboard.services.session_costs import session_inputs_key, sessions_cost
-from dashboard.time_range import DEFAULT_RANGE, TimeWindow
+from dashboard.time_range import DEFAULT_RANGE, RANGES, TimeWindow
 from projections.provider_diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
@@ -147,7 +147,11 @@ def fleet_cache_context(
         else {}
     )
     step = window.step.value if window is not None else ""
-    kinds = list(Warning.objects.values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind"))
+    # A warning falls in a range by the moment it concerns; one with none (a whole-log check) is
+    # counted over all time only, which counts every warning.
+    ranged = window is not None and RANGES[window.name] is not None
+    warned = in_window(Warning.objects.all(), window, "happened_at") if ranged else Warning.objects.all()
+    kinds = list(warned.values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind"))
     misses = (
         in_window(RequestAnalysis.objects.filter(material=True), window, "request__started_at")
         .select_related("request", "session", "session__source")

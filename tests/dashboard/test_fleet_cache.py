@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.models import ModelPrice, Request, Session, Source, Warning
 from dashboard.services.costs import price_match, prices_load, sessions_cost_compute
 from dashboard.services.fleet_cache import top_wasted_writes
 from dashboard.services.fleet_usage import fleet_window
@@ -142,3 +142,31 @@ def test_the_wasted_writes_panel_prices_the_waste_again_when_a_price_changes() -
     price.save()
 
     assert wasted()[0][2] == before * 2 == figured_off_the_requests()[0][2]
+
+
+@pytest.mark.django_db
+def test_warnings_by_kind_count_the_warnings_of_the_chosen_range(viewer_client: Client) -> None:
+    one_request_fleet(100, 900, 0, 0)
+    session = Session.objects.get()
+    for place, at in (("early", DAY - timedelta(days=40)), ("late", DAY), ("no moment", None)):
+        Warning.objects.create(
+            session=session,
+            kind=Warning.Kind.UNEXPLAINED_MISS,
+            place=place,
+            message="m",
+            count=2,
+            happened_at=at,
+        )
+
+    def seen(range_name: str) -> list[int]:
+        chart = viewer_client.get(reverse("dashboard:overview"), {"range": range_name}).context[
+            "warnings_chart"
+        ]
+        return list(chart["data"][0]["y"])
+
+    assert seen("7d") == [2]
+    assert seen("all") == [6]
+    Warning.objects.filter(place="late").delete()
+    response = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"})
+    assert response.context["warnings_chart"] is None
+    assert "No warnings in this range." in response.content.decode()
