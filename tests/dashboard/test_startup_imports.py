@@ -85,3 +85,36 @@ def test_a_worker_started_on_the_package_finds_every_task() -> None:
 def test_the_follow_ups_are_registered_when_the_first_is_due() -> None:
     names = {enqueue.__name__ for enqueue in followups._followups()}
     assert {"enqueue_session_fold", "enqueue_session_analysis"} <= names
+
+
+_LOADED_BY_AN_INGEST = """
+import contextlib, io, json, sys
+import django
+django.setup()
+from django.core.management import ManagementUtility, call_command
+
+call_command("migrate", verbosity=0)
+before = set(sys.modules)
+with contextlib.redirect_stdout(io.StringIO()):
+    ManagementUtility(["manage.py", "ingest", sys.argv[1]]).execute()  # as manage.py runs it
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_an_ingest_skips_the_system_checks_that_import_every_view(tmp_path: Path) -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "CACHESCOPE_DATA_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED_BY_AN_INGEST, str(logs)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "dashboard.services.ingest" in loaded
+    assert "dashboard.urls" not in loaded
+    assert not {name for name in loaded if name.startswith("dashboard.views")}

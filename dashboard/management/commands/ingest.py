@@ -17,6 +17,10 @@ from projections.format_names import FORMAT_NAMES
 
 class Command(BaseCommand):
     help = "Ingest agent logs (files or folders); detects each file's format unless --format is given."
+    # Run after every agent session (a hook, a cron job), so its start-up is felt: the system checks
+    # import every view to check the URLs and templates, a fifth of a second that says nothing about
+    # reading logs. The server and ``manage.py check`` run them.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path, help="Files or folders to read.")
