@@ -23,13 +23,15 @@ class Migration(migrations.Migration):
                 (
                     "inputs_key",
                     models.CharField(
-                        help_text="The session's requests and stored analysis when it was made (services.session_figures.session_inputs_key); another key means it is out of date.",
+                        help_text="The ledger's format and the session's requests and stored analysis when it was made (services.session_costs.session_inputs_key); another key means it is out of date.",
                         max_length=255,
                     ),
                 ),
                 (
                     "tallies",
-                    models.JSONField(help_text="Model name → its tally, a list of ten token counts."),
+                    models.JSONField(
+                        help_text="Model name → its tally (services.costs.ModelTally), a list of token counts."
+                    ),
                 ),
                 (
                     "session",

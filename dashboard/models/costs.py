@@ -13,10 +13,12 @@ class SessionCostLedger(models.Model):
     session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="cost_ledger")
     inputs_key = models.CharField(
         max_length=255,
-        help_text="The session's requests and stored analysis when it was made "
-        "(services.session_figures.session_inputs_key); another key means it is out of date.",
+        help_text="The ledger's format and the session's requests and stored analysis when it was made "
+        "(services.session_costs.session_inputs_key); another key means it is out of date.",
     )
-    tallies = models.JSONField(help_text="Model name → its tally, a list of ten token counts.")
+    tallies = models.JSONField(
+        help_text="Model name → its tally (services.costs.ModelTally), a list of token counts."
+    )
 
     def __str__(self) -> str:
         return f"cost ledger of session {self.session_id}"

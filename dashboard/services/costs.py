@@ -109,6 +109,9 @@ class SessionCost:
     wasted_write_tokens: int
     """Written and never read back: expired before the next request, or the lineage's last writes."""
     wasted_write_cost: Decimal
+    reprocessed_tokens: int
+    """Cached by a request and not read by the next of its lineage, written again or not: the sum of
+    the requests list's figure. Counted for every request, priced or not."""
 
 
 def normalize_model(model: str) -> str:
@@ -194,6 +197,15 @@ def cached_shortfall(previous: Tokens, current: Tokens) -> int:
     return max(0, cached - current.cache_read)
 
 
+def reprocessed_tokens(previous: Tokens | None, current: Tokens) -> int:
+    """The tokens ``previous`` left cached that ``current`` processed again, at most what it did not
+    read of its own prompt (see :mod:`dashboard.services.request_figures`)."""
+    if previous is None:
+        return 0
+    not_read = current.uncached_input + current.cache_write_5m + current.cache_write_1h
+    return min(cached_shortfall(previous, current), not_read)
+
+
 def _rewrites(previous: Call | None, call: Call) -> tuple[int, int]:
     """The 1-hour and 5-minute tokens ``call`` wrote that ``previous`` had already cached."""
     if previous is None:
@@ -225,6 +237,7 @@ class ModelTally:
     unread_5m: int = 0
     again_1h: int = 0
     again_5m: int = 0
+    reprocessed: int = 0
 
     def as_list(self) -> list[int]:
         return [getattr(self, field.name) for field in fields(self)]
@@ -263,9 +276,11 @@ def cost_ledger(calls: Sequence[Call]) -> CostLedger:
             lost_1h, lost_5m = _unread_writes(call, chain[index + 1] if index + 1 < len(chain) else None)
             tally.unread_1h += lost_1h
             tally.unread_5m += lost_5m
-            again_1h, again_5m = _rewrites(chain[index - 1] if index else None, call)
+            previous = chain[index - 1] if index else None
+            again_1h, again_5m = _rewrites(previous, call)
             tally.again_1h += again_1h
             tally.again_5m += again_5m
+            tally.reprocessed += reprocessed_tokens(previous.tokens if previous else None, tokens)
     return ledger
 
 
@@ -296,6 +311,7 @@ def ledger_cost(ledger: CostLedger, prices: Sequence[Price]) -> SessionCost:
         rewritten_cost=rewritten_cost,
         wasted_write_tokens=wasted_write_tokens,
         wasted_write_cost=wasted_write_cost,
+        reprocessed_tokens=sum(tally.reprocessed for tally in ledger.values()),
     )
 
 

@@ -33,9 +33,9 @@ from dashboard.services.costs import (
     COST_PLACES,
     Price,
     Tokens,
-    cached_shortfall,
     price_match,
     prices_load,
+    reprocessed_tokens,
     usage_cost,
 )
 
@@ -58,14 +58,6 @@ class RequestFigures:
     """Kept in :attr:`RequestAnalysis.wasted_tokens <dashboard.models.RequestAnalysis.wasted_tokens>`."""
     cost: Decimal | None
     """``None`` when no price matches the request's model."""
-
-
-def reprocessed_tokens(previous: Tokens | None, current: Tokens) -> int:
-    """The tokens ``previous`` left cached that ``current`` processed again (see the module's text)."""
-    if previous is None:
-        return 0
-    not_read = current.uncached_input + current.cache_write_5m + current.cache_write_1h
-    return min(cached_shortfall(previous, current), not_read)
 
 
 def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) -> dict[int, RequestFigures]:

@@ -28,6 +28,10 @@ from dashboard.services.costs import (
     session_calls_load,
 )
 
+LEDGER_FORMAT = "1"
+"""Stored with each ledger's key: a change to :class:`~dashboard.services.costs.ModelTally` moves it
+on, and every ledger is made again on its first read."""
+
 
 def session_inputs_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
     """A key naming the session's requests (their number and token sums) and its stored analysis,
@@ -70,7 +74,7 @@ def sessions_cost(*, keys: Mapping[int, str]) -> dict[int, SessionCost]:
     stored = SessionCostLedger.objects.filter(session_id__in=list(keys)).values_list(
         "session_id", "inputs_key", "tallies"
     )
-    ledgers = {pk: ledger_of_json(tallies) for pk, key, tallies in stored if key == keys[pk]}
+    ledgers = {pk: ledger_of_json(tallies) for pk, key, tallies in stored if key == _stored_key(keys[pk])}
     missing = [pk for pk in keys if pk not in ledgers]
     if missing:
         made = {pk: cost_ledger(calls) for pk, calls in session_calls_load(session_ids=missing).items()}
@@ -91,13 +95,17 @@ def ledgers_store(ledgers: Mapping[int, tuple[str, CostLedger]]) -> None:
     """Keep each session's ledger under its key, replacing any older one; one query."""
     SessionCostLedger.objects.bulk_create(
         [
-            SessionCostLedger(session_id=pk, inputs_key=key[:255], tallies=ledger_as_json(ledger))
+            SessionCostLedger(session_id=pk, inputs_key=_stored_key(key), tallies=ledger_as_json(ledger))
             for pk, (key, ledger) in ledgers.items()
         ],
         update_conflicts=True,
         unique_fields=["session"],
         update_fields=["inputs_key", "tallies"],
     )
+
+
+def _stored_key(inputs_key: str) -> str:
+    return f"{LEDGER_FORMAT}:{inputs_key}"[:255]
 
 
 def stored_calls(rows: Sequence[Request]) -> list[Call]:

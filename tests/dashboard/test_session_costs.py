@@ -8,9 +8,19 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.db.models import Sum
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.models import ModelPrice, Session, SessionAnalysis, SessionCostLedger, Source
+from dashboard.models import (
+    ModelPrice,
+    Request,
+    RequestAnalysis,
+    Session,
+    SessionAnalysis,
+    SessionCostLedger,
+    Source,
+)
 from dashboard.services.analysis import session_analyse
 from dashboard.services.costs import Call, Tokens, cost_ledger, ledger_cost, price_match, prices_load
 from dashboard.services.costs import session_cost_compute as cost_off_the_requests
@@ -20,7 +30,8 @@ from dashboard.services.session_costs import (
     session_inputs_key,
     sessions_cost,
 )
-from tests.dashboard.test_analysis import MODEL, START
+from dashboard.services.summaries import session_refresh_summary
+from tests.dashboard.test_analysis import MODEL, START, usage_row
 from tests.dashboard.test_session_figures import add_request
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +93,7 @@ def test_the_analysis_stores_the_ledger_the_pages_read_without_the_requests() ->
     assert cost.total is not None
     assert cost.total > 0
     assert request_reads(queries) == []
-    assert SessionCostLedger.objects.get(session=session).inputs_key == keys_of(session)[session.pk]
+    assert SessionCostLedger.objects.get(session=session).inputs_key.endswith(keys_of(session)[session.pk])
 
 
 def test_a_price_change_reprices_the_ledger_without_reading_a_request() -> None:
@@ -118,7 +129,8 @@ def test_a_ledger_made_from_fewer_requests_is_made_again_and_stored() -> None:
     assert cost == cost_off_the_requests(session=session)
     assert cost.priced_requests == 4
     stored = SessionCostLedger.objects.get(session=session)
-    assert stored.inputs_key == keys_of(session)[session.pk] != stale_key
+    assert stored.inputs_key.endswith(keys_of(session)[session.pk])
+    assert not stored.inputs_key.endswith(stale_key)
     assert ledger_of_json(stored.tallies)[MODEL].requests == 4
 
 
@@ -135,3 +147,23 @@ def test_sessions_without_a_ledger_get_one_in_a_single_read_of_their_requests() 
     assert costs == {s.pk: cost_off_the_requests(session=s) for s in (first, second)}
     assert SessionCostLedger.objects.count() == 2
     assert sessions_cost(keys={}) == {}
+
+
+def test_the_session_page_shows_the_re_processed_tokens_the_requests_list_sums(viewer_client: Client) -> None:
+    # An OpenAI-style session caches without writes: nothing is re-written, yet the third request
+    # failed to read 4,000 cached tokens and sent them again as plain input.
+    session = session_of(0)
+    for ordinal, read, uncached in ((0, 0, 9_000), (1, 8_000, 1_000), (2, 4_000, 6_000)):
+        row = usage_row(session, ordinal, START + timedelta(minutes=ordinal), read, 0, uncached=uncached)
+        Request.objects.filter(pk=row.pk).update(provider="openai", model="gpt-4.1")
+    session_refresh_summary(session)
+    session_analyse(session_id=session.pk)
+    listed = RequestAnalysis.objects.filter(session=session).aggregate(total=Sum("wasted_tokens"))["total"]
+
+    response = viewer_client.get(session.get_absolute_url())
+
+    cost = response.context["cost"]
+    assert (cost.rewritten_tokens, cost.reprocessed_tokens, listed) == (0, 4_000, 4_000)
+    figure = response.content.decode().split('id="session-reprocessed"')[1].split("</div>")[0]
+    assert 'title="4000 tokens an earlier request had cached' in figure
+    assert figure.endswith(">4k</span>")
