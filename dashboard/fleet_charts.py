@@ -74,6 +74,10 @@ def fleet_hit_rate_chart(points: Sequence[BucketPoint], *, step: str) -> Figure:
     }
 
 
+RIGHT_AXIS_MARGIN = 64
+"""Pixels right of the plot for a right-hand axis: its widest tick label and its title."""
+
+
 def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: str) -> Figure:
     """Uncached input per bucket as bars stacked by source, and each source's hit rate as a line."""
     data: list[dict[str, Any]] = []
@@ -108,9 +112,16 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
     layout = base_layout(f"Uncached input and hit rate per {step}, by source", y="uncached tokens")
     layout["xaxis"] = time_axis(step)
     layout["hovermode"] = "closest"
-    layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"}
-    # Two traces per source: the legend needs more room below the axis title than one line's.
+    layout["yaxis2"] = {
+        "title": {"text": "hit rate"},
+        "overlaying": "y",
+        "side": "right",
+        "range": [0, 1],
+        "tickformat": ".0%",
+    }
+    # Two traces per source: the legend needs more room below the axis title than one line's. The
+    # right axis's ticks ("100%") and title need more than the 20 px other charts keep on the right.
     layout["legend"] = {"orientation": "h", "y": -0.3}
-    layout["margin"] = {**layout["margin"], "b": 70}
+    layout["margin"] = {**layout["margin"], "b": 70, "r": RIGHT_AXIS_MARGIN}
     layout["height"] = 400
     return {"data": data, "layout": layout}

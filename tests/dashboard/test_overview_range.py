@@ -11,6 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.charts import base_layout
+from dashboard.fleet_charts import RIGHT_AXIS_MARGIN
 from dashboard.models import Request, Session, Source
 from dashboard.services.rollups import rollups_rebuild
 
@@ -168,3 +170,13 @@ def test_a_source_or_client_release_link_lists_only_the_sessions_of_the_range(vi
         assert parse_qs(urlsplit(link).query)[name] == [value]
         listed = [s.external_id for s in viewer_client.get(link).context["page"].rows]
         assert listed == [recent.external_id], name  # not the session of 45 days back
+
+
+def test_the_sources_chart_keeps_room_for_its_hit_rate_axis_on_the_right(viewer_client: Client) -> None:
+    fleet([0, 1])
+
+    layout = overview(viewer_client, range="7d")["fleet_sources_chart"]["layout"]
+
+    assert layout["yaxis2"]["side"] == "right"
+    assert layout["yaxis2"]["title"]["text"] == "hit rate"
+    assert layout["margin"]["r"] == RIGHT_AXIS_MARGIN > base_layout("", y="")["margin"]["r"]
