@@ -84,6 +84,17 @@ class Tokens:
     output: int = 0
 
 
+def row_tokens(row: Request) -> Tokens:
+    """A stored request's usage in exclusive buckets, an unreported one as 0."""
+    return Tokens(
+        row.uncached_input_tokens or 0,
+        row.cache_read_tokens or 0,
+        row.cache_write_5m_tokens or 0,
+        row.cache_write_1h_tokens or 0,
+        row.output_tokens or 0,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One request as the session cost needs it."""

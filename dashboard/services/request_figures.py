@@ -36,6 +36,7 @@ from dashboard.services.costs import (
     price_match,
     prices_load,
     reprocessed_tokens,
+    row_tokens,
     usage_cost,
 )
 
@@ -83,13 +84,7 @@ def figure_inputs(rows: Iterable[Request]) -> list[FigureInput]:
             row.pk,
             row.current_lineage,
             row.model,
-            Tokens(
-                row.uncached_input_tokens or 0,
-                row.cache_read_tokens or 0,
-                row.cache_write_5m_tokens or 0,
-                row.cache_write_1h_tokens or 0,
-                row.output_tokens or 0,
-            ),
+            row_tokens(row),
         )
         for row in rows
     ]

@@ -21,10 +21,10 @@ from dashboard.services.costs import (
     CostLedger,
     ModelTally,
     SessionCost,
-    Tokens,
     cost_ledger,
     ledger_cost,
     prices_load,
+    row_tokens,
     session_calls_load,
 )
 
@@ -115,13 +115,7 @@ def stored_calls(rows: Sequence[Request]) -> list[Call]:
             row.current_lineage,
             row.model,
             row.started_at,
-            Tokens(
-                row.uncached_input_tokens or 0,
-                row.cache_read_tokens or 0,
-                row.cache_write_5m_tokens or 0,
-                row.cache_write_1h_tokens or 0,
-                row.output_tokens or 0,
-            ),
+            row_tokens(row),
         )
         for row in rows
     ]
