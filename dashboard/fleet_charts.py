@@ -106,6 +106,8 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
                 "yaxis": "y2",
                 "connectgaps": False,
                 "line": {"color": colour, "dash": "dot"},
+                # Ringed in white: a dot drawn over its own source's bar is the bar's colour too.
+                "marker": {"color": colour, "line": {"color": "#ffffff", "width": 1.5}},
                 "hovertemplate": f"{source}: %{{y:.1%}} hit rate<extra>%{{x}}</extra>",
             }
         )
@@ -118,6 +120,10 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
         "side": "right",
         "range": [0, 1],
         "tickformat": ".0%",
+        # Round percentages of its own, not ticks drawn level with the token axis's.
+        "tickmode": "linear",
+        "tick0": 0,
+        "dtick": 0.25,
     }
     # Two traces per source: the legend needs more room below the axis title than one line's. The
     # right axis's ticks ("100%") and title need more than the 20 px other charts keep on the right.

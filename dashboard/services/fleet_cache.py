@@ -82,6 +82,14 @@ def active_sessions(window: TimeWindow | None) -> QuerySet[Session]:
     )
 
 
+def warnings_in_range(window: TimeWindow | None) -> QuerySet[Warning]:
+    """The warnings of the window, by the moment each concerns; one with none (a whole-log check) is
+    counted over all time only, which counts every warning."""
+    if window is None or RANGES[window.name] is None:
+        return Warning.objects.all()
+    return in_window(Warning.objects.all(), window, "happened_at")
+
+
 def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
     """The sessions whose cache writes were most often never read back, by wasted write cost.
 
@@ -147,11 +155,9 @@ def fleet_cache_context(
         else {}
     )
     step = window.step.value if window is not None else ""
-    # A warning falls in a range by the moment it concerns; one with none (a whole-log check) is
-    # counted over all time only, which counts every warning.
-    ranged = window is not None and RANGES[window.name] is not None
-    warned = in_window(Warning.objects.all(), window, "happened_at") if ranged else Warning.objects.all()
-    kinds = list(warned.values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind"))
+    kinds = list(
+        warnings_in_range(window).values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind")
+    )
     misses = (
         in_window(RequestAnalysis.objects.filter(material=True), window, "request__started_at")
         .select_related("request", "session", "session__source")

@@ -7,9 +7,14 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.models import IngestJob, Session, Warning
+from dashboard.models import IngestJob
 from dashboard.services.costs import usd
-from dashboard.services.fleet_cache import fleet_cache_context, top_wasted_writes
+from dashboard.services.fleet_cache import (
+    active_sessions,
+    fleet_cache_context,
+    top_wasted_writes,
+    warnings_in_range,
+)
 from dashboard.services.fleet_usage import (
     active_sessions_count,
     fleet_usage,
@@ -55,9 +60,11 @@ def overview(request: HttpRequest) -> HttpResponse:
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
         "sources": [(row, usd(row.cost)) for row in sources],
-        "recent_sessions": Session.objects.select_related("source")[:8],
+        # The range ends at the newest request, so the newest of the range are the newest there are
+        # unless it is "all": a range still leaves out what lies before it.
+        "recent_sessions": active_sessions(window).select_related("source")[:8],
         # The newest stored, by id: sorting every warning by when it was last seen costs a scan.
-        "recent_warnings": Warning.objects.select_related("session").order_by("-id")[:5],
+        "recent_warnings": warnings_in_range(window).select_related("session").order_by("-id")[:5],
         "recent_jobs": IngestJob.objects.all()[:5],
         **fleet_cache_context(usage, active),
     }

@@ -164,8 +164,16 @@ def test_warnings_by_kind_count_the_warnings_of_the_chosen_range(viewer_client: 
         ]
         return list(chart["data"][0]["y"])
 
+    def recent(range_name: str) -> list[str]:
+        listed = viewer_client.get(reverse("dashboard:overview"), {"range": range_name}).context[
+            "recent_warnings"
+        ]
+        return sorted(warning.place for warning in listed)
+
     assert seen("7d") == [2]
     assert seen("all") == [6]
+    assert recent("7d") == ["late"]
+    assert recent("all") == ["early", "late", "no moment"]
     Warning.objects.filter(place="late").delete()
     response = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"})
     assert response.context["warnings_chart"] is None
