@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.charts import base_layout
@@ -179,4 +181,29 @@ def test_the_sources_chart_keeps_room_for_its_hit_rate_axis_on_the_right(viewer_
 
     assert layout["yaxis2"]["side"] == "right"
     assert layout["yaxis2"]["title"]["text"] == "hit rate"
+    # Its own round ticks, 0 % to 100 %, not ticks level with the token axis's.
+    assert (layout["yaxis2"]["tickmode"], layout["yaxis2"]["tick0"], layout["yaxis2"]["dtick"]) == (
+        "linear",
+        0,
+        0.25,
+    )
     assert layout["margin"]["r"] == RIGHT_AXIS_MARGIN > base_layout("", y="")["margin"]["r"]
+
+
+def test_the_active_sessions_are_counted_again_only_once_a_session_is_added_or_moves_on(
+    viewer_client: Client,
+) -> None:
+    fleet([0, 1])
+    assert overview(viewer_client, range="7d")["totals"]["sessions"] == 1
+
+    with CaptureQueriesContext(connection) as queries:
+        again = overview(viewer_client, range="7d")
+    counted = [query for query in queries if 'COUNT("dashboard_session"."id")' in query["sql"]]
+
+    assert (again["totals"]["sessions"], counted) == (1, [])
+    fleet([1], source="laptop")
+    assert overview(viewer_client, range="7d")["totals"]["sessions"] == 2
+    Session.objects.filter(source__name="laptop").update(
+        event_count=7, last_activity=NEWEST + timedelta(minutes=5)
+    )
+    assert overview(viewer_client, range="7d")["totals"]["events"] == 7
