@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
@@ -31,9 +32,11 @@ from dashboard.services.projcache import projcache_ingest
 from dashboard.services.rollups import rollups_refresh, rollups_refresh_sessions
 from dashboard.services.session_writer import write_session
 from projections.formats import read_sessions
-from projections.normalized import FormatError, LineError, SessionImport
+from projections.normalized import FormatError, LineError, LineNotice, SessionImport
 
 PROJCACHE_NAME = "session_projcache.json"
+
+Note = TypeVar("Note", IngestError, IngestNotice)
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of input bytes finished since the last call."""
@@ -244,26 +247,16 @@ def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
     def shown(text: str) -> str:
         return path_as_given(text, roots, saved=saved)
 
-    IngestError.objects.bulk_create(
-        IngestError(
-            job=job,
-            path=shown(e.path)[-1000:],
-            line=e.line,
-            field=e.field[:200],
-            reason=shown(e.reason),
-        )
-        for e in summary.errors
-    )
-    IngestNotice.objects.bulk_create(
-        IngestNotice(
-            job=job,
-            path=shown(n.path)[-1000:],
-            line=n.line,
-            field=n.field[:200],
-            reason=shown(n.reason),
-        )
-        for n in summary.notices
-    )
+    def rows(model: type[Note], notes: Iterable[LineError | LineNotice]) -> list[Note]:
+        return [
+            model(
+                job=job, path=shown(n.path)[-1000:], line=n.line, field=n.field[:200], reason=shown(n.reason)
+            )
+            for n in notes
+        ]
+
+    IngestError.objects.bulk_create(rows(IngestError, summary.errors))
+    IngestNotice.objects.bulk_create(rows(IngestNotice, summary.notices))
     job.sessions.add(*summary.changed_session_ids)
     job.sessions_added = summary.sessions_added
     job.sessions_updated = summary.sessions_updated
