@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from dashboard.charts import warnings_by_kind_chart
 from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
-from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis, Warning
+from dashboard.models import Request, RequestAnalysis, Session, Warning
 from dashboard.services.fleet_usage import (
     ActiveSessions,
     FleetUsage,
@@ -20,7 +20,7 @@ from dashboard.services.fleet_usage import (
     fleet_usage,
     fleet_window,
 )
-from dashboard.services.session_costs import session_inputs_key, sessions_cost
+from dashboard.services.session_costs import inputs_key_of, sessions_cost
 from dashboard.time_range import DEFAULT_RANGE, RANGES, TimeWindow
 from projections.provider_diagnosis import PROVIDER_HIT
 
@@ -101,7 +101,7 @@ def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
         .select_related("source", "analysis")
         .order_by("-cache_write_tokens", "id")[:WASTE_CANDIDATES]
     )
-    costs = sessions_cost(keys={session.pk: _inputs_key(session) for session in candidates})
+    costs = sessions_cost(keys={session.pk: inputs_key_of(session) for session in candidates})
     ranked = []
     for session in candidates:
         cost = costs[session.pk]
@@ -111,14 +111,6 @@ def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
             )
     ranked.sort(key=lambda row: (-row["cost"], -row["tokens"]))
     return ranked[:TOP_REWRITERS]
-
-
-def _inputs_key(session: Session) -> str:
-    try:
-        analysis: SessionAnalysis | None = session.analysis
-    except SessionAnalysis.DoesNotExist:
-        analysis = None
-    return session_inputs_key(session=session, analysis=analysis)
 
 
 def top_rewriters(window: TimeWindow | None) -> list[dict[str, Any]]:

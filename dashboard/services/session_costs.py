@@ -71,6 +71,32 @@ def sessions_cost(*, keys: Mapping[int, str]) -> dict[int, SessionCost]:
     whose ledger is then stored. Two queries when every ledger is current, four at most."""
     if not keys:
         return {}
+    ledgers, _made = _current_ledgers(keys)
+    prices = prices_load()
+    return {pk: ledger_cost(ledgers[pk], prices) for pk in keys}
+
+
+def ledgers_refresh(*, session_ids: Sequence[int]) -> int:
+    """Make and store the ledger of each listed session that has none, or one made from older rows
+    (after an upgrade that brought ledgers); the number made."""
+    sessions = Session.objects.filter(pk__in=list(session_ids)).select_related("analysis")
+    _ledgers, made = _current_ledgers({session.pk: inputs_key_of(session) for session in sessions})
+    return len(made)
+
+
+def inputs_key_of(session: Session) -> str:
+    """:func:`session_inputs_key` of a session read with its analysis (``select_related``)."""
+    try:
+        analysis: SessionAnalysis | None = session.analysis
+    except SessionAnalysis.DoesNotExist:
+        analysis = None
+    return session_inputs_key(session=session, analysis=analysis)
+
+
+def _current_ledgers(keys: Mapping[int, str]) -> tuple[dict[int, CostLedger], list[int]]:
+    """Each session's ledger as its rows are now, and the sessions whose ledger had to be made."""
+    if not keys:
+        return {}, []
     stored = SessionCostLedger.objects.filter(session_id__in=list(keys)).values_list(
         "session_id", "inputs_key", "tallies"
     )
@@ -80,8 +106,7 @@ def sessions_cost(*, keys: Mapping[int, str]) -> dict[int, SessionCost]:
         made = {pk: cost_ledger(calls) for pk, calls in session_calls_load(session_ids=missing).items()}
         ledgers_store({pk: (keys[pk], ledger) for pk, ledger in made.items()})
         ledgers.update(made)
-    prices = prices_load()
-    return {pk: ledger_cost(ledgers[pk], prices) for pk in keys}
+    return ledgers, missing
 
 
 def session_cost(*, session: Session, analysis: SessionAnalysis | None) -> SessionCost:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.db.models import Sum
 from django.test import Client
@@ -167,3 +169,21 @@ def test_the_session_page_shows_the_re_processed_tokens_the_requests_list_sums(v
     figure = response.content.decode().split('id="session-reprocessed"')[1].split("</div>")[0]
     assert 'title="4000 tokens an earlier request had cached' in figure
     assert figure.endswith(">4k</span>")
+
+
+def test_the_refresh_command_makes_the_ledgers_an_upgrade_left_missing_and_only_those() -> None:
+    first, second = session_of(2), session_of(3)
+    for session in (first, second):
+        session_analyse(session_id=session.pk)
+    SessionCostLedger.objects.filter(session=second).delete()  # analysed before ledgers were kept
+    kept = SessionCostLedger.objects.get(session=first).pk
+
+    out = StringIO()
+    call_command("refresh_request_figures", stdout=out)
+
+    assert out.getvalue().strip().endswith("; 1 session cost ledgers made")
+    assert SessionCostLedger.objects.get(session=first).pk == kept
+    with CaptureQueriesContext(connection) as queries:
+        costs = sessions_cost(keys=keys_of(first, second))
+    assert request_reads(queries) == []
+    assert costs[second.pk] == cost_off_the_requests(session=second)

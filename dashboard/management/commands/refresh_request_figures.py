@@ -1,7 +1,8 @@
 """``manage.py refresh_request_figures [--session ID ...]``: figure again each analysed request's
 re-processed tokens and cost, and what each of its warnings puts at stake, after a price change or for
 analyses stored before those figures existed, so the requests list and the inbox sort on current
-figures."""
+figures; and each session's cost ledger where it has none or an out-of-date one (after the upgrade
+that brought ledgers), so no page has to make it on its first view."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from dashboard.models import SessionAnalysis
 from dashboard.services.costs import prices_load
 from dashboard.services.request_figures import request_figures_refresh
+from dashboard.services.session_costs import ledgers_refresh
 from dashboard.services.warnings import warning_stakes_refresh
 
 SESSIONS_PER_BATCH = 200
@@ -19,8 +21,8 @@ SESSIONS_PER_BATCH = 200
 
 class Command(BaseCommand):
     help = (
-        "Figure again analysed requests' re-processed tokens and cost and their warnings' stakes "
-        "(idempotent)."
+        "Figure again analysed requests' re-processed tokens and cost and their warnings' stakes, and "
+        "make missing session cost ledgers (idempotent)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -32,11 +34,13 @@ class Command(BaseCommand):
             sessions = sessions.filter(session_id__in=options["session"])
         ids = list(sessions)
         prices = prices_load()
-        written = staked = 0
+        written = staked = ledgers = 0
         for start in range(0, len(ids), SESSIONS_PER_BATCH):
             batch = ids[start : start + SESSIONS_PER_BATCH]
             written += request_figures_refresh(session_ids=batch, prices=prices)
             staked += warning_stakes_refresh(session_ids=batch, prices=prices)
+            ledgers += ledgers_refresh(session_ids=batch)
         self.stdout.write(
-            f"{written} analysed requests and {staked} warnings in {len(ids)} sessions figured again"
+            f"{written} analysed requests and {staked} warnings in {len(ids)} sessions figured again; "
+            f"{ledgers} session cost ledgers made"
         )
