@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
                 (
                     "tallies",
                     models.JSONField(
-                        help_text="Model name → its tally (services.costs.ModelTally), a list of token counts."
+                        help_text="Model name → its tally (services.cost_ledger.ModelTally), a list of token counts."
                     ),
                 ),
                 (

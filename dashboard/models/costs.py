@@ -6,7 +6,7 @@ from dashboard.models.sessions import Session
 
 
 class SessionCostLedger(models.Model):
-    """A session's cost before any price (:class:`~dashboard.services.costs.ModelTally` by model),
+    """A session's cost before any price (:class:`~dashboard.services.cost_ledger.ModelTally` by model),
     kept for the requests and analysis it was made from, so a page prices a session from a few sums
     instead of every request, and a price change costs no more than a new multiplication."""
 
@@ -17,7 +17,7 @@ class SessionCostLedger(models.Model):
         "(services.session_costs.session_inputs_key); another key means it is out of date.",
     )
     tallies = models.JSONField(
-        help_text="Model name → its tally (services.costs.ModelTally), a list of token counts."
+        help_text="Model name → its tally (services.cost_ledger.ModelTally), a list of token counts."
     )
 
     def __str__(self) -> str:

@@ -19,7 +19,8 @@ from django.utils import timezone
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.models.requests import CHAIN_MAX_LENGTH
-from dashboard.services.costs import cost_ledger, prices_load
+from dashboard.services.cost_ledger import cost_ledger
+from dashboard.services.costs import prices_load
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures

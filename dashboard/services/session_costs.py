@@ -16,20 +16,11 @@ from datetime import datetime
 from django.db.models import Count, Max
 
 from dashboard.models import ModelPrice, Request, Session, SessionAnalysis, SessionCostLedger
-from dashboard.services.costs import (
-    Call,
-    CostLedger,
-    ModelTally,
-    SessionCost,
-    cost_ledger,
-    ledger_cost,
-    prices_load,
-    row_tokens,
-    session_calls_load,
-)
+from dashboard.services.cost_ledger import CostLedger, ModelTally, cost_ledger, ledger_cost
+from dashboard.services.costs import Call, SessionCost, prices_load, row_tokens, session_calls_load
 
 LEDGER_FORMAT = "1"
-"""Stored with each ledger's key: a change to :class:`~dashboard.services.costs.ModelTally` moves it
+"""Stored with each ledger's key: a change to :class:`~dashboard.services.cost_ledger.ModelTally` moves it
 on, and every ledger is made again on its first read."""
 
 

@@ -10,14 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.services.cost_ledger import session_cost_compute, session_cost_of
 from dashboard.services.costs import (
     Call,
     Price,
     Tokens,
     cached_shortfall,
     price_match,
-    session_cost_compute,
-    session_cost_of,
     sessions_cost_map,
     usage_cost,
     usd,

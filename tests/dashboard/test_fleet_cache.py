@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.models import ModelPrice, Request, Session, Source, Warning
-from dashboard.services.costs import price_match, prices_load, sessions_cost_compute
+from dashboard.services.cost_ledger import sessions_cost_compute
+from dashboard.services.costs import price_match, prices_load
 from dashboard.services.fleet_cache import top_wasted_writes
 from dashboard.services.fleet_usage import fleet_window
 from dashboard.services.rollups import rollups_rebuild, rollups_refresh_sessions

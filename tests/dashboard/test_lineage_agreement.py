@@ -20,7 +20,8 @@ from django.urls import reverse
 from dashboard.models import ModelPrice, Request, Session
 from dashboard.services.analysis import session_analyse
 from dashboard.services.breakdown_series import session_breakdown_series, session_request_figures
-from dashboard.services.costs import session_calls_load, session_cost_compute
+from dashboard.services.cost_ledger import session_cost_compute
+from dashboard.services.costs import session_calls_load
 from dashboard.services.ingest import ingest_paths
 from tests.dashboard.test_analysis import START, body, capture, ingest_captures, text
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from dashboard.models import ModelPrice, Request, Session, Source, Warning
 from dashboard.services.analysis import session_analyse
-from dashboard.services.costs import session_cost_compute
+from dashboard.services.cost_ledger import session_cost_compute
 from dashboard.services.tokens import token_create
 from dashboard.templatetags.cachescope import percent
 from tests.dashboard.otlp_payloads import SESSION, T0, api_request, conversation, logs_request

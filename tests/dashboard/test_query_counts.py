@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.models import ModelPrice, Request, Session, Source
-from dashboard.services.costs import session_cost_compute, sessions_cost_compute
+from dashboard.services.cost_ledger import session_cost_compute, sessions_cost_compute
 from dashboard.services.rollups import rollups_rebuild
 from dashboard.services.summaries import session_refresh_summary
 

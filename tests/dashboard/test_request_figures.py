@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from dashboard.models import ModelPrice, RequestAnalysis
 from dashboard.services.analysis import session_analyse
-from dashboard.services.costs import Call, Tokens, price_match, prices_load, session_cost_of, usage_cost
+from dashboard.services.cost_ledger import session_cost_of
+from dashboard.services.costs import Call, Tokens, price_match, prices_load, usage_cost
 from dashboard.services.request_figures import FigureInput, reprocessed_tokens, request_figures
 from tests.dashboard.test_analysis import MODEL, analysis_of, conversation, ingest_captures
 from tests.dashboard.test_costs import SONNET

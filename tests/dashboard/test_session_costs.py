@@ -24,8 +24,9 @@ from dashboard.models import (
     Source,
 )
 from dashboard.services.analysis import session_analyse
-from dashboard.services.costs import Call, Tokens, cost_ledger, ledger_cost, price_match, prices_load
-from dashboard.services.costs import session_cost_compute as cost_off_the_requests
+from dashboard.services.cost_ledger import cost_ledger, ledger_cost
+from dashboard.services.cost_ledger import session_cost_compute as cost_off_the_requests
+from dashboard.services.costs import Call, Tokens, price_match, prices_load
 from dashboard.services.session_costs import (
     ledger_as_json,
     ledger_of_json,

@@ -13,7 +13,8 @@ from django.urls import reverse
 from dashboard.models import ModelPrice, Session, SessionAnalysis, Source
 from dashboard.services import session_figures as figures_module
 from dashboard.services.analysis import session_analyse
-from dashboard.services.costs import Price, price_match, prices_load, session_cost_compute
+from dashboard.services.cost_ledger import session_cost_compute
+from dashboard.services.costs import Price, price_match, prices_load
 from dashboard.services.session_figures import SessionFigures, session_figures_cached
 from tests.dashboard.test_analysis import MODEL, START, usage_row
 
