@@ -10,18 +10,24 @@ page that finds it missing or made from older rows makes it again from the reque
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from django.db import OperationalError, transaction
 from django.db.models import Count, Max
 
 from dashboard.models import ModelPrice, Request, Session, SessionAnalysis, SessionCostLedger
 from dashboard.services.cost_ledger import CostLedger, ModelTally, cost_ledger, ledger_cost
 from dashboard.services.costs import Call, SessionCost, prices_load, row_tokens, session_calls_load
 
+log = logging.getLogger(__name__)
+
 LEDGER_FORMAT = "1"
 """Stored with each ledger's key: a change to :class:`~dashboard.services.cost_ledger.ModelTally` moves it
-on, and every ledger is made again on its first read."""
+on, and every ledger is made again on its first read. So must a migration that rewrites stored
+requests (their model, start, order or lineage) without changing the session's sums or analysis,
+which the key names: or it deletes the ledgers."""
 
 
 def session_inputs_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
@@ -95,7 +101,13 @@ def _current_ledgers(keys: Mapping[int, str]) -> tuple[dict[int, CostLedger], li
     missing = [pk for pk in keys if pk not in ledgers]
     if missing:
         made = {pk: cost_ledger(calls) for pk, calls in session_calls_load(session_ids=missing).items()}
-        ledgers_store({pk: (keys[pk], ledger) for pk, ledger in made.items()})
+        try:
+            # A savepoint of its own: a write refused (SQLite busy behind a long ingest) leaves the
+            # caller's transaction usable, and the page shows the cost it made all the same.
+            with transaction.atomic():
+                ledgers_store({pk: (keys[pk], ledger) for pk, ledger in made.items()})
+        except OperationalError:
+            log.warning("session cost ledgers not stored for %d sessions", len(made), exc_info=True)
         ledgers.update(made)
     return ledgers, missing
 

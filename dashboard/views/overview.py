@@ -60,8 +60,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
         "sources": [(row, usd(row.cost)) for row in sources],
-        # The range ends at the newest request, so the newest of the range are the newest there are
-        # unless it is "all": a range still leaves out what lies before it.
+        # The sessions active in the range: a limited range leaves out those last active before it.
         "recent_sessions": active_sessions(window).select_related("source")[:8],
         # The newest stored, by id: sorting every warning by when it was last seen costs a scan.
         "recent_warnings": warnings_in_range(window).select_related("session").order_by("-id")[:5],

@@ -9,7 +9,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import OperationalError, connection
 from django.db.models import Sum
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -188,3 +188,20 @@ def test_the_refresh_command_makes_the_ledgers_an_upgrade_left_missing_and_only_
         costs = sessions_cost(keys=keys_of(first, second))
     assert request_reads(queries) == []
     assert costs[second.pk] == cost_off_the_requests(session=second)
+
+
+def test_a_ledger_the_database_refuses_to_store_still_gives_the_page_its_cost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = session_of(3)
+    session_analyse(session_id=session.pk)
+    SessionCostLedger.objects.all().delete()
+
+    def busy(*args: object, **kwargs: object) -> None:
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(SessionCostLedger.objects, "bulk_create", busy)
+    cost = sessions_cost(keys=keys_of(session))[session.pk]
+
+    assert cost == cost_off_the_requests(session=session)
+    assert not SessionCostLedger.objects.exists()
