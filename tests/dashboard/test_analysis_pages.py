@@ -171,7 +171,10 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
     # Writes 10,000 tokens, then the next call comes back after the 5-minute TTL: nothing is read.
     usage_row(wasteful, 0, START, 0, 10_000, uncached=0)
     usage_row(wasteful, 1, START + timedelta(minutes=20), 0, 10_000, uncached=0)
-    Warning.objects.create(session=wasteful, kind="over-credit", place="main", message="m", count=3)
+    # Counted in the range by the moment it concerns.
+    Warning.objects.create(
+        session=wasteful, kind="over-credit", place="main", message="m", count=3, happened_at=START
+    )
     rollups_rebuild()
 
     response = viewer_client.get(reverse("dashboard:overview"))
