@@ -27,6 +27,7 @@ from dashboard.services.followups import (
     followups_record,
 )
 from dashboard.services.gc_pause import gc_paused
+from dashboard.services.ingest_jobs import SAVED_FILE_KINDS
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.projcache import projcache_ingest
 from dashboard.services.rollups import rollups_refresh, rollups_refresh_sessions
@@ -239,18 +240,23 @@ def path_as_given(text: str, roots: Sequence[str], *, saved: bool = False) -> st
     return text
 
 
+def shown_on_job(job: IngestJob, text: str) -> str:
+    """``text`` as ``job``'s page shows it: :func:`path_as_given` under the job's own paths, which for
+    an upload or an API batch are the server's folders of saved files."""
+    return path_as_given(text, [str(path) for path in job.paths], saved=job.kind in SAVED_FILE_KINDS)
+
+
 def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
     """Write ``summary`` on ``job``: its counts, its errors and notices as rows, and the job done."""
-    roots = [str(path) for path in job.paths]
-    saved = job.kind != IngestJob.Kind.COMMAND
-
-    def shown(text: str) -> str:
-        return path_as_given(text, roots, saved=saved)
 
     def rows(model: type[Note], notes: Iterable[LineError | LineNotice]) -> list[Note]:
         return [
             model(
-                job=job, path=shown(n.path)[-1000:], line=n.line, field=n.field[:200], reason=shown(n.reason)
+                job=job,
+                path=shown_on_job(job, n.path)[-1000:],
+                line=n.line,
+                field=n.field[:200],
+                reason=shown_on_job(job, n.reason),
             )
             for n in notes
         ]

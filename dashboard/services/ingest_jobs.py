@@ -59,7 +59,7 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
     # The readers and the writers load here, on the first job, rather than with the ingest page,
     # the API and the command's --help, which import this module but may never run a job.
     from dashboard.services.api_batches import api_batch_store
-    from dashboard.services.ingest import IngestSummary, ingest_paths, input_size, path_as_given
+    from dashboard.services.ingest import IngestSummary, ingest_paths, input_size, shown_on_job
 
     job = IngestJob.objects.get(pk=job_id)
 
@@ -96,9 +96,7 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
         return IngestSummary()
     except Exception as error:
         # The job's page shows the message: the server's upload folder is cut out of any path in it.
-        roots = [str(path) for path in job.paths]
-        message = path_as_given(f"{type(error).__name__}: {error}", roots, saved=job.kind in SAVED_FILE_KINDS)
-        ingest_job_fail(job_id=job_id, message=message)
+        ingest_job_fail(job_id=job_id, message=shown_on_job(job, f"{type(error).__name__}: {error}"))
         raise
     if job.kind in SAVED_FILE_KINDS:
         # Stored now: the saved copies would only fill the disk. A failed job keeps them to retry.
