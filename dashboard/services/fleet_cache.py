@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum
 
 from dashboard.charts import warnings_by_kind_chart
 from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
@@ -15,6 +15,7 @@ from dashboard.services.fleet_usage import (
     ActiveSessions,
     FleetUsage,
     Usage,
+    active_sessions,
     active_sessions_count,
     client_version_rows,
     fleet_usage,
@@ -69,16 +70,6 @@ def misses_by_provider_reason(window: TimeWindow | None = None) -> list[dict[str
         .values("provider", "provider_miss_reason")
         .annotate(requests=Count("id"), missed=Sum("provider_missed_tokens"))
         .order_by("-requests", "provider", "provider_miss_reason")
-    )
-
-
-def active_sessions(window: TimeWindow | None) -> QuerySet[Session]:
-    """The sessions with activity in the window: started before its end, last active after its start."""
-    sessions = Session.objects.all()
-    if window is None:
-        return sessions
-    return sessions.filter(last_activity__gte=window.start).filter(
-        Q(started_at__lt=window.end) | Q(started_at__isnull=True)
     )
 
 

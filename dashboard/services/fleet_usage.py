@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.urls import reverse
 
 from dashboard.models import Session, Source, UsageRollup
@@ -183,6 +183,16 @@ class ActiveSessions:
 ACTIVE_CACHE_SECONDS = 60
 
 
+def active_sessions(window: TimeWindow | None) -> QuerySet[Session]:
+    """The sessions with activity in the window: started before its end, last active after its start."""
+    sessions = Session.objects.all()
+    if window is None:
+        return sessions
+    return sessions.filter(last_activity__gte=window.start).filter(
+        Q(started_at__lt=window.end) | Q(started_at__isnull=True)
+    )
+
+
 def active_sessions_count(window: TimeWindow) -> ActiveSessions:
     """:func:`active_sessions_counted`, from the cache while no session was added and none moved
     past the newest activity; a minute at most, for a session that grew without moving it (an old
@@ -206,9 +216,7 @@ def active_sessions_count(window: TimeWindow) -> ActiveSessions:
 def active_sessions_counted(window: TimeWindow) -> ActiveSessions:
     """Count the sessions active in ``window`` (started before its end, last active after its start)
     per source and per client release, with their events, in one aggregate query."""
-    active = Session.objects.filter(last_activity__gte=window.start).filter(
-        Q(started_at__lt=window.end) | Q(started_at__isnull=True)
-    )
+    active = active_sessions(window)
     by_source: dict[int, int] = defaultdict(int)
     by_client: dict[str, int] = defaultdict(int)
     sessions = events = 0

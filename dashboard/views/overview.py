@@ -10,12 +10,12 @@ from django.views.decorators.vary import vary_on_headers
 from dashboard.models import IngestJob
 from dashboard.services.costs import usd
 from dashboard.services.fleet_cache import (
-    active_sessions,
     fleet_cache_context,
     top_wasted_writes,
     warnings_in_range,
 )
 from dashboard.services.fleet_usage import (
+    active_sessions,
     active_sessions_count,
     fleet_usage,
     fleet_window,
