@@ -20,11 +20,11 @@ from django.utils import timezone
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.models.requests import CHAIN_MAX_LENGTH
 from dashboard.services.cost_ledger import cost_ledger
-from dashboard.services.costs import prices_load
+from dashboard.services.costs import prices_load, stored_calls
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures
-from dashboard.services.session_costs import analysis_stamp, ledgers_store, session_key, stored_calls
+from dashboard.services.session_costs import analysis_stamp, ledgers_store, session_key
 from dashboard.services.stored_requests import StoredBodies, stored_record_usage_only
 from dashboard.services.warnings import host_notes_store, warnings_store
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes

@@ -104,6 +104,12 @@ class Call:
     tokens: Tokens
 
 
+def stored_calls(rows: Sequence[Request]) -> list[Call]:
+    """Stored requests, given in order, as the cost needs them (their lineage as the pages read it);
+    :func:`session_calls_load` reads the same from the database."""
+    return [Call(row.current_lineage, row.model, row.started_at, row_tokens(row)) for row in rows]
+
+
 @dataclass(frozen=True, slots=True)
 class SessionCost:
     """A session's cost and the part of it its cache wasted."""

@@ -17,9 +17,9 @@ from datetime import datetime
 from django.db import OperationalError, transaction
 from django.db.models import Count, Max
 
-from dashboard.models import ModelPrice, Request, Session, SessionAnalysis, SessionCostLedger
+from dashboard.models import ModelPrice, Session, SessionAnalysis, SessionCostLedger
 from dashboard.services.cost_ledger import CostLedger, ModelTally, cost_ledger, ledger_cost
-from dashboard.services.costs import Call, SessionCost, prices_load, row_tokens, session_calls_load
+from dashboard.services.costs import SessionCost, prices_load, session_calls_load
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,8 @@ def analysis_stamp(generation: int, finished_at: datetime | None) -> str:
     return f"{generation}.{finished_at.timestamp() if finished_at else 0}"
 
 
-def session_key(session: Session, analysis_stamp: str) -> str:
+def session_key(session: Session, stamp: str) -> str:
+    """:func:`session_inputs_key` from a session and its analysis's :func:`analysis_stamp`."""
     born = session.created_at.timestamp() if session.created_at else 0
     usage = (
         session.request_count,
@@ -52,7 +53,7 @@ def session_key(session: Session, analysis_stamp: str) -> str:
         session.cache_write_1h_tokens,
         session.output_tokens,
     )
-    return f"{session.pk}:{born}:{':'.join(map(str, usage))}:{analysis_stamp}"
+    return f"{session.pk}:{born}:{':'.join(map(str, usage))}:{stamp}"
 
 
 def prices_version() -> str:
@@ -134,19 +135,6 @@ def ledgers_store(ledgers: Mapping[int, tuple[str, CostLedger]]) -> None:
 
 def _stored_key(inputs_key: str) -> str:
     return f"{LEDGER_FORMAT}:{inputs_key}"[:255]
-
-
-def stored_calls(rows: Sequence[Request]) -> list[Call]:
-    """Stored requests, given in order, as the cost needs them (their lineage as the pages read it)."""
-    return [
-        Call(
-            row.current_lineage,
-            row.model,
-            row.started_at,
-            row_tokens(row),
-        )
-        for row in rows
-    ]
 
 
 def ledger_as_json(ledger: CostLedger) -> dict[str, list[int]]:
