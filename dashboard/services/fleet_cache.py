@@ -73,10 +73,15 @@ def misses_by_provider_reason(window: TimeWindow | None = None) -> list[dict[str
     )
 
 
+def range_limited(window: TimeWindow | None) -> bool:
+    """Whether ``window`` leaves anything out: a range of some length, not "all"."""
+    return window is not None and RANGES[window.name] is not None
+
+
 def warnings_in_range(window: TimeWindow | None) -> QuerySet[Warning]:
     """The warnings of the window, by the moment each concerns; one with none (a whole-log check) is
     counted over all time only, which counts every warning."""
-    if window is None or RANGES[window.name] is None:
+    if not range_limited(window):
         return Warning.objects.all()
     return in_window(Warning.objects.all(), window, "happened_at")
 
@@ -147,6 +152,7 @@ def fleet_cache_context(
         .order_by("-request__started_at", "-id")[:RECENT_MISSES]
     )
     return {
+        "range_limited": range_limited(window),
         "fleet_hit_rate_chart": fleet_hit_rate_chart(points, step=step) if points else None,
         "fleet_sources_chart": fleet_sources_chart(by_source, step=step) if by_source else None,
         "warnings_chart": warnings_by_kind_chart(kinds) if kinds else None,
