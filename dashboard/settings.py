@@ -91,9 +91,21 @@ TEMPLATES = [
     },
 ]
 
+# WAL lets the page readers go on while an ingest writes; IMMEDIATE takes the write lock at BEGIN,
+# so two writers queue (up to the timeout) instead of one failing half-way with "database is
+# locked" when the other commits between its first read and its first write. Every SQLite
+# database gets them, the default file and one a DATABASE_URL names alike.
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
 _database_url = env_url("DATABASE_URL", {"postgres", "postgresql", "sqlite"})
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -102,13 +114,7 @@ else:
             "NAME": DATA_DIR / "cachescope.sqlite3",
             # A file, not memory, so worker processes started by the tests see the test database.
             "TEST": {"NAME": DATA_DIR / "test-cachescope.sqlite3"},
-            # WAL lets the page readers go on while an ingest writes; IMMEDIATE takes the write
-            # lock at BEGIN so two writers queue instead of failing half-way with "database is locked".
-            "OPTIONS": {
-                "timeout": 20,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
+            "OPTIONS": SQLITE_OPTIONS,
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -55,6 +55,27 @@ def test_start_up_stops_on_a_bad_database_url_and_names_it(tmp_path: Path) -> No
     assert "DATABASE_URL has scheme 'mysql'" in result.stderr
 
 
+def test_a_sqlite_database_url_gets_the_default_files_locking_options(tmp_path: Path) -> None:
+    # Without IMMEDIATE, a worker on a DATABASE_URL'd SQLite file failed its ingest with "database is
+    # locked" whenever its own lease heartbeat committed between the ingest's first read and write.
+    env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
+    env |= {"DATABASE_URL": f"sqlite:///{tmp_path / 'other.sqlite3'}", "CACHESCOPE_DATA_DIR": str(tmp_path)}
+    code = (
+        "import django; django.setup(); from django.db import connection as c; "
+        "o = c.settings_dict['OPTIONS']; c.ensure_connection(); "
+        "print(o['transaction_mode'], o['timeout'], c.cursor().execute('PRAGMA journal_mode').fetchone()[0])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env | {"DJANGO_SETTINGS_MODULE": "dashboard.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["IMMEDIATE", "20", "wal"]
+
+
 def test_zero_configuration_runs_on_sqlite_with_in_process_tasks(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
     env["CACHESCOPE_DATA_DIR"] = str(tmp_path)
