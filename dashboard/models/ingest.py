@@ -34,6 +34,12 @@ class IngestJobQuerySet(models.QuerySet["IngestJob"]):
         held = self.filter(pk=job_id, status=IngestJob.Status.RUNNING, claimed_by=owner[:200])
         return bool(held.update(lease_until=until))
 
+    def release(self, *, job_id: int, owner: str) -> bool:
+        """Give ``owner``'s running job back to the queue at once, so a retry of its task can claim it
+        without waiting out the lease; ``False`` when the lease is no longer theirs."""
+        held = self.filter(pk=job_id, status=IngestJob.Status.RUNNING, claimed_by=owner[:200])
+        return bool(held.update(status=IngestJob.Status.QUEUED, claimed_by="", lease_until=None))
+
     def lapsed(self) -> IngestJobQuerySet:
         """Running jobs whose lease ran out: their worker stopped renewing it."""
         return self.filter(status=IngestJob.Status.RUNNING, lease_until__lt=timezone.now())

@@ -7,11 +7,12 @@ to read, the bytes read so far as each file finishes, and the end: done with its
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.db import OperationalError
+from django.db import DatabaseError, OperationalError
 from django.utils import timezone
 
 from dashboard.models import IngestJob
@@ -21,6 +22,8 @@ from dashboard.services.uploads import upload_remove_files
 
 if TYPE_CHECKING:
     from dashboard.services.ingest import IngestSummary
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = "uploads"
 """The source of a job that names none (an upload whose form left it empty)."""
@@ -34,6 +37,18 @@ SAVED_FILE_KINDS = (IngestJob.Kind.UPLOAD, IngestJob.Kind.API)
 def ingest_job_claim(*, job_id: int, owner: str) -> bool:
     """Lease job ``job_id`` to ``owner``: ``False`` when it is finished or another worker holds it."""
     return IngestJob.objects.claim(job_id=job_id, owner=owner, lease_seconds=lease_seconds())
+
+
+def ingest_job_release(*, job_id: int, owner: str) -> None:
+    """Queue ``owner``'s job again after a transient database error, for its task's retry to claim.
+
+    The database that raised the error may refuse this too; the lease then runs out as it would
+    for a dead worker, and the sweep hands the job on.
+    """
+    try:
+        IngestJob.objects.release(job_id=job_id, owner=owner)
+    except DatabaseError:
+        log.warning("could not release ingest job %s after a database error", job_id, exc_info=True)
 
 
 def ingest_job_run(

@@ -7,7 +7,7 @@ from typing import Any
 from celery import Task, shared_task
 from django.db import OperationalError
 
-from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_run
+from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_release, ingest_job_run
 from dashboard.services.leases import LeaseLost, lease_owner
 
 
@@ -33,3 +33,8 @@ def ingest_job_task(self: Task[Any, Any], job_id: int) -> None:
         ingest_job_run(job_id=job_id, owner=owner)
     except LeaseLost:
         return  # another worker has the job now; it finishes it
+    except OperationalError:
+        # The retry runs under a new owner name: left held, the job would wait out a whole lease
+        # for the sweep. A database too far gone to release it leaves exactly that wait.
+        ingest_job_release(job_id=job_id, owner=owner)
+        raise

@@ -163,3 +163,42 @@ def test_a_heartbeat_that_meets_a_database_error_keeps_its_lease_and_tries_again
     assert len(calls) >= 2
     assert not heartbeat.lost
     heartbeat.check()
+
+
+@pytest.mark.django_db
+def test_a_database_error_gives_the_job_back_so_the_task_s_retry_runs_it_at_once(
+    dsh_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard.services import ingest
+    from dashboard.tasks import ingest_job_task
+
+    job = queued_job(dsh_log)
+    real_ingest_paths = ingest.ingest_paths
+    attempts: list[str] = []
+
+    def locked_once(**kwargs: object) -> object:
+        attempts.append(IngestJob.objects.get(pk=job.pk).claimed_by)
+        if len(attempts) == 1:
+            raise OperationalError("database is locked")
+        return real_ingest_paths(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("dashboard.services.ingest.ingest_paths", locked_once)
+    # Applied in-process, the autoretry runs at once, within the first attempt's lease: held, the job
+    # would be refused to the retry (a new owner) and wait for the sweep.
+    ingest_job_task.apply(args=[job.pk], throw=False)
+    job.refresh_from_db()
+    assert len(attempts) == 2
+    assert attempts[0] != attempts[1]
+    assert job.status == IngestJob.Status.DONE, job.message
+    assert Session.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_only_the_owner_of_a_running_job_can_give_it_back(dsh_log: Path) -> None:
+    job = queued_job(dsh_log)
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    assert not IngestJob.objects.release(job_id=job.pk, owner="task-b")
+    assert IngestJob.objects.get(pk=job.pk).claimed_by == "task-a"
+    assert IngestJob.objects.release(job_id=job.pk, owner="task-a")
+    job.refresh_from_db()
+    assert (job.status, job.claimed_by, job.lease_until) == ("queued", "", None)
