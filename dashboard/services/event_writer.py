@@ -17,6 +17,7 @@ import orjson
 from django.db import connection
 
 from dashboard.models import Event
+from projections.formats.times import WALL_CLOCK_FROM
 from projections.normalized import EventRecord
 
 _COLUMNS = ("session_id", "seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
@@ -53,13 +54,14 @@ class EventWriter:
 
     @property
     def time_range(self) -> tuple[datetime, datetime] | None:
-        """The earliest and latest time among the events written, when any had one."""
+        """The earliest and latest wall-clock time among the events written, when any had one."""
         if self.earliest is None or self.latest is None:
             return None
         return self.earliest, self.latest
 
     def add(self, event: EventRecord) -> None:
-        if event.time is not None:
+        # A test clock's instant (see WALL_CLOCK_FROM) stays on its event but dates no session.
+        if event.time is not None and event.time >= WALL_CLOCK_FROM:
             if self.earliest is None or event.time < self.earliest:
                 self.earliest = event.time
             if self.latest is None or event.time > self.latest:

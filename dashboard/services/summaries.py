@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 
 from dashboard.models import Event, Request, Session
+from projections.formats.times import WALL_CLOCK_FROM, is_wall_clock
 from projections.hit_rate import hit_rate
 
 
@@ -76,8 +77,9 @@ def session_refresh_summary(
         usage = asdict(new_requests)
     had_events = session.event_count > 0
     if events_added is None:
+        dated = Q(time__gte=WALL_CLOCK_FROM)
         events = Event.objects.filter(session=session).aggregate(
-            count=Count("id"), first=Min("time"), last=Max("time")
+            count=Count("id"), first=Min("time", filter=dated), last=Max("time", filter=dated)
         )
     else:
         first, last = event_times if event_times is not None else (None, None)
@@ -105,14 +107,15 @@ def session_refresh_summary(
     session.event_count = events["count"]
     session.models_used = ",".join(models)[:500]
     session.warning_count = 0 if new_requests is not None else session.warnings.count()
-    instants = [t for t in (events["last"], usage["last_request"], session.ended_at) if t is not None]
-    if events_added is not None and had_events:
+    # The earliest instant known: a header's creation time that its own events precede (a
+    # snapshot's fixed clock) would otherwise start the session after it ended.
+    starts = [t for t in (session.started_at, events["first"], usage["first_request"]) if is_wall_clock(t)]
+    session.started_at = min(starts) if starts else None
+    instants = [t for t in (events["last"], usage["last_request"], session.ended_at) if is_wall_clock(t)]
+    if events_added is not None and had_events and is_wall_clock(session.last_activity):
         instants.append(session.last_activity)  # an update keeps the activity it already had
     if instants:
         session.last_activity = max(instants)
     elif session.started_at is not None:
         session.last_activity = session.started_at
-    if session.started_at is None:
-        starts = [t for t in (events["first"], usage["first_request"]) if t is not None]
-        session.started_at = min(starts) if starts else None
     session.save()

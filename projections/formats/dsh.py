@@ -15,7 +15,7 @@ from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh_calls import DshCalls
 from projections.formats.limits import MAX_EVENT_TYPE, MAX_SEQ, MAX_SOURCE_SEQS
 from projections.formats.lines import LogLines
-from projections.formats.times import parse_time
+from projections.formats.times import is_wall_clock, parse_time
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
 
 FORMAT = "dsh"
@@ -45,7 +45,8 @@ class DshHeader:
 
     id: str
     version: int
-    created_at: datetime
+    created_at: datetime | None
+    """``None`` where the header gives a test clock's time in place of the wall clock's."""
     cwd: str
     parent_session: str | None
     title: str
@@ -64,7 +65,7 @@ def parse_header(value: dict[str, JSON], path: str, line: int) -> DshHeader:
     if not isinstance(session_id, str) or not session_id:
         raise FormatError(path, line, "id", "the header has no session id")
     try:
-        created_at = parse_time(value.get("createdAt"))
+        created_at = _creation_time(value.get("createdAt"))
     except ValueError as error:
         raise FormatError(path, line, "createdAt", str(error)) from None
     depth = value.get("delegationDepth", 0)
@@ -80,6 +81,13 @@ def parse_header(value: dict[str, JSON], path: str, line: int) -> DshHeader:
         title=title if isinstance(title, str) else "",
         delegation_depth=depth if isinstance(depth, int) and not isinstance(depth, bool) else 0,
     )
+
+
+def _creation_time(value: JSON) -> datetime | None:
+    """The header's ``createdAt``; ``None`` for a test clock's (the snapshots write 0), which leaves
+    the session's start to its events (see :data:`~projections.formats.times.WALL_CLOCK_FROM`)."""
+    moment = parse_time(value)
+    return moment if is_wall_clock(moment) else None
 
 
 def read_header(path: Path) -> DshHeader:

@@ -88,3 +88,34 @@ def test_every_ingested_session_has_the_summary_its_stored_rows_give(shared_data
         stored = summary_of(session)
         session_refresh_summary(session)
         assert stored == summary_of(session), session.external_id
+
+
+def test_a_test_clock_dates_no_session_and_a_late_header_does_not_start_it_after_its_events(
+    tmp_path: Path,
+) -> None:
+    from tests.dashboard.logs import BASE_MS, dsh_lines, write_jsonl
+
+    # The harness's snapshots: createdAt 0 and a few events on a clock counting from the epoch.
+    snapshot = dsh_lines("snapshot", turns=2)
+    snapshot[0]["createdAt"] = 0
+    snapshot[1]["time"] = 0
+    snapshot[2]["time"] = 1
+    # A fixed creation time later than every event of the log.
+    late = dsh_lines("late-header", turns=2)
+    late[0]["createdAt"] = BASE_MS + 3_600_000
+    ingest_paths(
+        paths=[
+            write_jsonl(tmp_path / "a" / "session.jsonl", snapshot),
+            write_jsonl(tmp_path / "b" / "session.jsonl", late),
+        ],
+        source_name="fleet",
+    )
+    first_wall_clock = datetime.fromtimestamp((BASE_MS + 2000) / 1000, tz=UTC)
+    stored = Session.objects.get(external_id="snapshot")
+    assert stored.started_at == first_wall_clock
+    assert stored.last_activity is not None
+    assert stored.last_activity > stored.started_at
+    assert stored.events.order_by("seq").first().time == datetime(1970, 1, 1, tzinfo=UTC)  # kept as written
+    late_session = Session.objects.get(external_id="late-header")
+    assert late_session.started_at == datetime.fromtimestamp(BASE_MS / 1000, tz=UTC)
+    assert late_session.started_at <= late_session.last_activity

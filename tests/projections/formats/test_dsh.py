@@ -24,6 +24,16 @@ def test_known_header_versions_are_read(write: Any, version: int) -> None:
     assert session.fatal == ""
 
 
+def test_a_header_created_at_the_epoch_leaves_the_start_unknown(write: Any) -> None:
+    # The harness's test snapshots write createdAt 0 in place of the clock.
+    path = write("a/session.jsonl", jsonl([header(createdAt=0), event(0)]))
+    session = read_dsh_session(path)
+    events, _, errors = drain(session)
+    assert session.started_at is None
+    assert [e.seq for e in events] == [0]
+    assert errors == []
+
+
 def test_unknown_header_version_is_refused_with_no_items(write: Any) -> None:
     path = write("s/session.jsonl", jsonl([header(2), event(0)]))
     session = read_dsh_session(path)
