@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import TypeGuard
 
 RANGES: dict[str, timedelta | None] = {
     "24h": timedelta(hours=24),
@@ -97,3 +98,8 @@ def time_window(name: str, *, oldest: datetime | None, newest: datetime | None) 
     end = step.floor(newest) + step.width
     start = step.floor(oldest) if length is None else step.floor(end - length)
     return TimeWindow(name=range_name(name), start=start, end=end, step=step)
+
+
+def range_limited(window: TimeWindow | None) -> TypeGuard[TimeWindow]:
+    """Whether ``window`` leaves anything out: a range of some length, not "all"."""
+    return window is not None and RANGES[window.name] is not None

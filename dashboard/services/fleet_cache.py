@@ -22,7 +22,7 @@ from dashboard.services.fleet_usage import (
     fleet_window,
 )
 from dashboard.services.session_costs import inputs_key_of, sessions_cost
-from dashboard.time_range import DEFAULT_RANGE, RANGES, TimeWindow
+from dashboard.time_range import DEFAULT_RANGE, TimeWindow, range_limited
 from projections.provider_diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
@@ -71,11 +71,6 @@ def misses_by_provider_reason(window: TimeWindow | None = None) -> list[dict[str
         .annotate(requests=Count("id"), missed=Sum("provider_missed_tokens"))
         .order_by("-requests", "provider", "provider_miss_reason")
     )
-
-
-def range_limited(window: TimeWindow | None) -> bool:
-    """Whether ``window`` leaves anything out: a range of some length, not "all"."""
-    return window is not None and RANGES[window.name] is not None
 
 
 def warnings_in_range(window: TimeWindow | None) -> QuerySet[Warning]:

@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from dashboard.models import Session, Source, UsageRollup
 from dashboard.services.costs import Tokens, price_match, prices_load, usage_cost
-from dashboard.time_range import Step, TimeWindow, time_window
+from dashboard.time_range import Step, TimeWindow, range_limited, time_window
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
 
@@ -184,9 +184,13 @@ ACTIVE_CACHE_SECONDS = 60
 
 
 def active_sessions(window: TimeWindow | None) -> QuerySet[Session]:
-    """The sessions with activity in the window: started before its end, last active after its start."""
+    """The sessions with activity in the window: started before its end, last active after its start.
+
+    "All" is every session, not those active within the requests' span: a session without a
+    request, or without a time at all, is still one of the fleet's.
+    """
     sessions = Session.objects.all()
-    if window is None:
+    if not range_limited(window):
         return sessions
     return sessions.filter(last_activity__gte=window.start).filter(
         Q(started_at__lt=window.end) | Q(started_at__isnull=True)

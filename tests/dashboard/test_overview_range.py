@@ -207,3 +207,20 @@ def test_the_active_sessions_are_counted_again_only_once_a_session_is_added_or_m
         event_count=7, last_activity=NEWEST + timedelta(minutes=5)
     )
     assert overview(viewer_client, range="7d")["totals"]["events"] == 7
+
+
+def test_all_time_counts_every_session_even_one_active_outside_the_requests_span(
+    viewer_client: Client,
+) -> None:
+    fleet([0, 3])
+    farm = Source.objects.get(name="farm")
+    # A log with no request, older than the oldest request, and one with no time at all.
+    Session.objects.create(
+        source=farm,
+        external_id="older",
+        format="dsh",
+        started_at=NEWEST - timedelta(days=40),
+        last_activity=NEWEST - timedelta(days=40),
+    )
+    Session.objects.create(source=farm, external_id="undated", format="dsh")
+    assert overview(viewer_client, range="all")["totals"]["sessions"] == 3
