@@ -72,7 +72,8 @@ class RequestAnalysis(models.Model):
     credited = models.BigIntegerField(null=True, blank=True)
     rewritten_tokens = models.BigIntegerField(
         default=0,
-        help_text="Reported cache writes of a prefix an earlier request of the lineage already wrote.",
+        help_text="Cache writes of tokens the previous request of the lineage had cached (the session "
+        "cost's re-written tokens, request by request); figured with wasted_tokens.",
     )
     cause = models.CharField(
         max_length=40,

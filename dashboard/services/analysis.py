@@ -267,7 +267,7 @@ def _store(
                     predicted_write=r.predicted_write,
                     wire_allows=r.wire_allows,
                     credited=r.credited,
-                    rewritten_tokens=r.rewritten,
+                    rewritten_tokens=figure.rewritten_tokens,
                     wasted_tokens=figure.reprocessed_tokens,
                     cost=figure.cost,
                     data=r.data,

@@ -90,11 +90,11 @@ def cost_ledger(calls: Sequence[Call]) -> CostLedger:
             lost_1h, lost_5m = unread_writes(call, chain[index + 1] if index + 1 < len(chain) else None)
             tally.unread_1h += lost_1h
             tally.unread_5m += lost_5m
-            previous = chain[index - 1] if index else None
-            again_1h, again_5m = rewritten_writes(previous, call)
+            previous = chain[index - 1].tokens if index else None
+            again_1h, again_5m = rewritten_writes(previous, tokens)
             tally.again_1h += again_1h
             tally.again_5m += again_5m
-            tally.reprocessed += reprocessed_tokens(previous.tokens if previous else None, tokens)
+            tally.reprocessed += reprocessed_tokens(previous, tokens)
     return ledger
 
 

@@ -222,15 +222,16 @@ def reprocessed_tokens(previous: Tokens | None, current: Tokens) -> int:
     return min(cached_shortfall(previous, current), not_read)
 
 
-def rewritten_writes(previous: Call | None, call: Call) -> tuple[int, int]:
-    """The 1-hour and 5-minute tokens ``call`` wrote that ``previous`` had already cached."""
+def rewritten_writes(previous: Tokens | None, current: Tokens) -> tuple[int, int]:
+    """The 1-hour and 5-minute tokens ``current`` wrote that ``previous`` had already cached: the
+    session cost's re-written tokens, and the overview's ranking of them, request by request."""
     if previous is None:
         return 0, 0
-    shortfall = cached_shortfall(previous.tokens, call.tokens)
+    shortfall = cached_shortfall(previous, current)
     if shortfall == 0:
         return 0, 0
-    again_1h = min(call.tokens.cache_write_1h, shortfall)
-    again_5m = min(call.tokens.cache_write_5m, shortfall - again_1h)
+    again_1h = min(current.cache_write_1h, shortfall)
+    again_5m = min(current.cache_write_5m, shortfall - again_1h)
     return again_1h, again_5m
 
 

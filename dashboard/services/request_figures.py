@@ -36,6 +36,7 @@ from dashboard.services.costs import (
     price_match,
     prices_load,
     reprocessed_tokens,
+    rewritten_writes,
     row_tokens,
     usage_cost,
 )
@@ -57,6 +58,9 @@ class FigureInput:
 class RequestFigures:
     reprocessed_tokens: int
     """Kept in :attr:`RequestAnalysis.wasted_tokens <dashboard.models.RequestAnalysis.wasted_tokens>`."""
+    rewritten_tokens: int
+    """Of those, the ones written to the cache again: the session cost's re-written tokens, request
+    by request, which the overview ranks sessions by."""
     cost: Decimal | None
     """``None`` when no price matches the request's model."""
 
@@ -71,8 +75,10 @@ def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) ->
             matched[call.model] = price_match(model=call.model, prices=prices)
         price = matched[call.model]
         cost = None if price is None else usage_cost(tokens=call.tokens, price=price).quantize(COST_PLACES)
-        reprocessed = reprocessed_tokens(previous.get(call.lineage), call.tokens)
-        figures[call.request_id] = RequestFigures(reprocessed, cost)
+        before = previous.get(call.lineage)
+        reprocessed = reprocessed_tokens(before, call.tokens)
+        rewritten = sum(rewritten_writes(before, call.tokens))
+        figures[call.request_id] = RequestFigures(reprocessed, rewritten, cost)
         previous[call.lineage] = call.tokens
     return figures
 
@@ -121,7 +127,7 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
     figures = request_figures(calls=calls, prices=prices)
     analyses = RequestAnalysis.objects.filter(session_id__in=session_ids).values_list("pk", "request_id")
     changed = [
-        (pk, figure.reprocessed_tokens, figure.cost)
+        (pk, figure.reprocessed_tokens, figure.rewritten_tokens, figure.cost)
         for pk, request_id in analyses.iterator()
         if (figure := figures.get(request_id)) is not None
     ]
@@ -131,21 +137,26 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
     return len(changed)
 
 
-def _figures_write(rows: Sequence[tuple[int, int, Decimal | None]]) -> None:
-    """Write (analysis id, re-processed tokens, cost) rows. On PostgreSQL one ``UPDATE … FROM (VALUES …)``
-    per batch: ``bulk_update`` builds a CASE per row in Python, some 5 ms a row, an hour for a fleet."""
+def _figures_write(rows: Sequence[tuple[int, int, int, Decimal | None]]) -> None:
+    """Write (analysis id, re-processed tokens, re-written tokens, cost) rows. On PostgreSQL one
+    ``UPDATE … FROM (VALUES …)`` per batch: ``bulk_update`` builds a CASE per row in Python, some
+    5 ms a row, an hour for a fleet."""
     if connection.vendor != "postgresql":
         RequestAnalysis.objects.bulk_update(
-            [RequestAnalysis(pk=pk, wasted_tokens=reprocessed, cost=cost) for pk, reprocessed, cost in rows],
-            ["wasted_tokens", "cost"],
+            [
+                RequestAnalysis(pk=pk, wasted_tokens=reprocessed, rewritten_tokens=rewritten, cost=cost)
+                for pk, reprocessed, rewritten, cost in rows
+            ],
+            ["wasted_tokens", "rewritten_tokens", "cost"],
         )
         return
     table = connection.ops.quote_name(RequestAnalysis._meta.db_table)
-    values = ", ".join(["(%s::bigint, %s::bigint, %s::numeric)"] * len(rows))
+    values = ", ".join(["(%s::bigint, %s::bigint, %s::bigint, %s::numeric)"] * len(rows))
     # Only the model's own table name and placeholders are formatted in; every value is a parameter.
     sql = (
-        f"UPDATE {table} AS analysis SET wasted_tokens = v.reprocessed, cost = v.cost "  # noqa: S608
-        f"FROM (VALUES {values}) AS v (id, reprocessed, cost) WHERE analysis.id = v.id"
+        f"UPDATE {table} AS analysis SET wasted_tokens = v.reprocessed, "  # noqa: S608
+        f"rewritten_tokens = v.rewritten, cost = v.cost "
+        f"FROM (VALUES {values}) AS v (id, reprocessed, rewritten, cost) WHERE analysis.id = v.id"
     )
     with connection.cursor() as cursor:
         cursor.execute(

@@ -90,7 +90,9 @@ def test_storing_an_analysis_keeps_the_cause_the_re_processed_tokens_and_the_cos
 def test_the_refresh_command_figures_old_rows_again_at_the_current_prices(tmp_path: Path) -> None:
     session = ingest_captures(tmp_path, conversation())
     session_analyse(session_id=session.pk)
-    RequestAnalysis.objects.update(wasted_tokens=None, cost=None)
+    figured = dict(RequestAnalysis.objects.values_list("request__key", "rewritten_tokens"))
+    # As a release before 0030 left them: re-written by another rule, the rest not figured.
+    RequestAnalysis.objects.update(wasted_tokens=None, cost=None, rewritten_tokens=999)
     ModelPrice.objects.create(
         pattern=MODEL,
         input=Decimal(1),
@@ -108,3 +110,4 @@ def test_the_refresh_command_figures_old_rows_again_at_the_current_prices(tmp_pa
     third = analysis_of(session, "msg_3")
     assert third.wasted_tokens == 130
     assert third.cost == Decimal(10 + 1600 + 150 + 20) / 1_000_000
+    assert dict(RequestAnalysis.objects.values_list("request__key", "rewritten_tokens")) == figured
