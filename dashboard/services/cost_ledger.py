@@ -99,10 +99,11 @@ def cost_ledger(calls: Sequence[Call]) -> CostLedger:
 
 
 def ledger_cost(ledger: CostLedger, prices: Sequence[Price]) -> SessionCost:
-    """A session's cost, wasted writes and re-writes at ``prices``; a model no price matches adds its
-    requests to the unpriced ones and nothing to any figure."""
+    """A session's cost, wasted writes and re-writes at ``prices``. Tokens are counted for every
+    model; a model no price matches adds its requests to the unpriced ones and nothing to any cost,
+    and a session with no priced model has no costs at all rather than costs of $0."""
     total = rewritten_cost = wasted_write_cost = ZERO
-    priced = unpriced_count = rewritten_tokens = wasted_write_tokens = 0
+    priced = unpriced_count = 0
     unpriced: set[str] = set()
     for model, tally in ledger.items():
         price = price_match(model=model, prices=prices)
@@ -112,20 +113,19 @@ def ledger_cost(ledger: CostLedger, prices: Sequence[Price]) -> SessionCost:
             continue
         priced += tally.requests
         total += usage_cost(tokens=tally.usage(), price=price)
-        wasted_write_tokens += tally.unread_1h + tally.unread_5m
         wasted_write_cost += _write_cost(tally.unread_1h, tally.unread_5m, price)
-        rewritten_tokens += tally.again_1h + tally.again_5m
         rewritten_cost += _write_cost(tally.again_1h, tally.again_5m, price)
+    tallies = ledger.values()
     return SessionCost(
         total=total if priced else None,
         priced_requests=priced,
         unpriced_requests=unpriced_count,
         unpriced_models=tuple(sorted(unpriced)),
-        rewritten_tokens=rewritten_tokens,
-        rewritten_cost=rewritten_cost,
-        wasted_write_tokens=wasted_write_tokens,
-        wasted_write_cost=wasted_write_cost,
-        reprocessed_tokens=sum(tally.reprocessed for tally in ledger.values()),
+        rewritten_tokens=sum(tally.again_1h + tally.again_5m for tally in tallies),
+        rewritten_cost=rewritten_cost if priced else None,
+        wasted_write_tokens=sum(tally.unread_1h + tally.unread_5m for tally in tallies),
+        wasted_write_cost=wasted_write_cost if priced else None,
+        reprocessed_tokens=sum(tally.reprocessed for tally in tallies),
     )
 
 

@@ -120,11 +120,14 @@ class SessionCost:
     unpriced_requests: int
     unpriced_models: tuple[str, ...]
     rewritten_tokens: int
-    """Written again after the previous request of the lineage had cached them."""
-    rewritten_cost: Decimal
+    """Written again after the previous request of the lineage had cached them; every model's."""
+    rewritten_cost: Decimal | None
+    """The priced models' share; ``None`` when no request has a price, as for :attr:`total`."""
     wasted_write_tokens: int
-    """Written and never read back: expired before the next request, or the lineage's last writes."""
-    wasted_write_cost: Decimal
+    """Written and never read back: expired before the next request, or the lineage's last writes;
+    every model's."""
+    wasted_write_cost: Decimal | None
+    """The priced models' share; ``None`` when no request has a price."""
     reprocessed_tokens: int
     """Cached by a request and not read by the next of its lineage, written again or not: the sum of
     the requests list's figure. Counted for every request, priced or not."""

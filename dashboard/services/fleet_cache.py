@@ -100,7 +100,8 @@ def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
             ranked.append(
                 {"session": session, "tokens": cost.wasted_write_tokens, "cost": cost.wasted_write_cost}
             )
-    ranked.sort(key=lambda row: (-row["cost"], -row["tokens"]))
+    # By cost, as the panel says; a session with no priced model after every priced one.
+    ranked.sort(key=lambda row: (row["cost"] is None, -(row["cost"] or 0), -row["tokens"]))
     return ranked[:TOP_REWRITERS]
 
 

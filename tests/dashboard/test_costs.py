@@ -151,6 +151,24 @@ def test_a_session_without_priced_requests_has_no_total() -> None:
     assert cost.unpriced_models == ("mystery-1",)
 
 
+def test_an_unpriced_model_s_wasted_and_re_written_tokens_are_counted_without_a_cost() -> None:
+    # Tokens are the provider's usage, known whatever the price table holds; only the costs are not.
+    calls = [
+        call(read=8000, write_5m=2000, model="mystery-1"),
+        call(read=6000, write_5m=4500, at=30, model="mystery-1"),
+    ]
+    cost = session_cost_of(calls=calls, prices=PRICES)
+    assert (cost.rewritten_tokens, cost.wasted_write_tokens) == (4000, 2000 + 4500)  # the first expired
+    assert (cost.total, cost.rewritten_cost, cost.wasted_write_cost) == (None, None, None)
+    # Beside a priced model, the costs are the priced model's share.
+    mixed = session_cost_of(calls=[*calls, call(write_5m=1000, at=31, lineage="side")], prices=PRICES)
+    assert mixed.wasted_write_tokens == 6500 + 1000
+    assert (
+        mixed.wasted_write_cost
+        == session_cost_of(calls=[call(write_5m=1000)], prices=PRICES).wasted_write_cost
+    )
+
+
 @given(
     st.lists(
         st.tuples(
