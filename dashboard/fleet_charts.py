@@ -17,7 +17,9 @@ from dashboard.charts import READ_COLOUR, Figure, base_layout
 
 MAX_TICKS = 12
 SOURCE_COLOURS = ("#2456a6", "#2f8f5b", "#d08a1e", "#c2413b", "#6b4fa0", "#3a8fa8", "#8a6d3b", "#5f6b7a")
-TICK_FORMATS = {"hour": "%b %d %H:%M", "day": "%b %d", "week": "%b %d"}
+# A weekly axis is a long one, and "Jan 05" alone could be either of two years on it.
+TICK_FORMATS = {"hour": "%b %d %H:%M", "day": "%b %d", "week": "%b %d, %Y"}
+DAY_ACROSS_YEARS = "%b %d, %Y"
 HOVER_FORMATS = {"hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d"}
 
 
@@ -34,13 +36,15 @@ class BucketPoint:
     url: str
 
 
-def time_axis(step: str) -> dict[str, Any]:
-    """A date axis that chooses its own ticks, at most :data:`MAX_TICKS`, labelled for the step."""
+def time_axis(step: str, points: Sequence[BucketPoint]) -> dict[str, Any]:
+    """A date axis that chooses its own ticks, at most :data:`MAX_TICKS`, labelled for the step; a
+    daily axis over ``points`` that run into a new year names the year too."""
+    crosses_year = len({point.start.year for point in points}) > 1
     return {
         "title": {"text": step},
         "type": "date",
         "nticks": MAX_TICKS,
-        "tickformat": TICK_FORMATS[step],
+        "tickformat": DAY_ACROSS_YEARS if step == "day" and crosses_year else TICK_FORMATS[step],
         "hoverformat": HOVER_FORMATS[step],
     }
 
@@ -52,7 +56,7 @@ def _x(points: Sequence[BucketPoint]) -> list[str]:
 def fleet_hit_rate_chart(points: Sequence[BucketPoint], *, step: str) -> Figure:
     """The fleet's cache hit rate per bucket, as a line broken wherever a bucket holds no request."""
     layout = base_layout(f"Cache hit rate per {step}", y="hit rate")
-    layout["xaxis"] = time_axis(step)
+    layout["xaxis"] = time_axis(step, points)
     layout["yaxis"] = {"title": {"text": "hit rate"}, "tickformat": ".0%", "range": [0, 1]}
     layout["hovermode"] = "closest"
     return {
@@ -112,7 +116,8 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
             }
         )
     layout = base_layout(f"Uncached input and hit rate per {step}, by source", y="uncached tokens")
-    layout["xaxis"] = time_axis(step)
+    # Every source's points cover the same buckets, the window's.
+    layout["xaxis"] = time_axis(step, next(iter(series.values()), []))
     layout["hovermode"] = "closest"
     layout["yaxis2"] = {
         "title": {"text": "hit rate"},

@@ -96,6 +96,22 @@ def test_the_date_axis_picks_at_most_a_dozen_ticks_itself(viewer_client: Client)
     assert overview(viewer_client, range="24h")["window"].step == "hour"
 
 
+def test_a_weekly_axis_and_a_daily_one_into_a_new_year_label_their_ticks_with_the_year(
+    viewer_client: Client,
+) -> None:
+    fleet(list(range(0, 400, 3)))  # from early 2025 to March 2026
+
+    def tick_formats(name: str) -> set[str]:
+        context = overview(viewer_client, range=name)
+        charts = (context["fleet_hit_rate_chart"], context["fleet_sources_chart"])
+        return {chart["layout"]["xaxis"]["tickformat"] for chart in charts}
+
+    assert tick_formats("all") == {"%b %d, %Y"}
+    assert tick_formats("90d") == {"%b %d, %Y"}  # from December 2025
+    assert tick_formats("30d") == {"%b %d"}
+    assert tick_formats("24h") == {"%b %d %H:%M"}
+
+
 def test_each_point_opens_the_requests_of_its_bucket(viewer_client: Client) -> None:
     fleet([0, 1])
     fleet([1], source="laptop")
