@@ -61,6 +61,19 @@ def base_layout(title: str, *, y: str, x: str = "request") -> dict[str, Any]:
     }
 
 
+SMALL_COUNT = 10
+"""Up to this count, a count axis ticks at every whole number: Plotly's own ticks would fall
+between them, and an integer format alone would then repeat labels (0, 0, 1, 1)."""
+
+
+def count_axis(title: str, largest: int) -> dict[str, Any]:
+    """A y axis for whole counts up to ``largest``: ticks on whole numbers only, from zero."""
+    axis: dict[str, Any] = {"title": {"text": title}, "tickformat": ",d", "rangemode": "tozero"}
+    if largest <= SMALL_COUNT:
+        axis.update(tick0=0, dtick=1)
+    return axis
+
+
 def session_requests_chart(bars: Sequence[RequestBar]) -> Figure:
     """Per request: reported cache read, write and uncached input stacked; predicted read as a line.
 
@@ -153,6 +166,7 @@ def session_cacheability_chart(bars: Sequence[CacheabilityBar]) -> Figure:
 def warnings_by_kind_chart(kinds: Sequence[tuple[str, int]]) -> Figure:
     """How many times each kind of self-check warning was seen, across the fleet."""
     layout = base_layout("Warnings by kind", y="times seen", x="kind")
+    layout["yaxis"] = count_axis("times seen", max((count for _, count in kinds), default=0))
     layout["hovermode"] = "closest"
     return {
         "data": [

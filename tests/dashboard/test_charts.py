@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dashboard.breakdown_chart import session_breakdown_chart
+from dashboard.charts import warnings_by_kind_chart
 from dashboard.services.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
 
 # --- context breakdown -------------------------------------------------------------------------------
@@ -116,3 +117,12 @@ def test_a_short_log_gets_one_tick_per_seq_and_a_long_one_automatic_ticks() -> N
     series = breakdown_series()
     series.points = [*series.points, replace(series.points[-1], seq=400)]
     assert "dtick" not in session_breakdown_chart(series)["layout"]["xaxis"]
+
+
+# --- warnings ----------------------------------------------------------------------------------------
+
+
+def test_a_large_warning_count_keeps_automatic_ticks_but_labels_only_whole_counts() -> None:
+    axis = warnings_by_kind_chart([("unexplained-miss", 4_000), ("render-mismatch", 3)])["layout"]["yaxis"]
+    assert (axis["tickformat"], axis["rangemode"]) == (",d", "tozero")
+    assert "dtick" not in axis

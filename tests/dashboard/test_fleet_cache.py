@@ -179,3 +179,21 @@ def test_warnings_by_kind_count_the_warnings_of_the_chosen_range(viewer_client: 
     response = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"})
     assert response.context["warnings_chart"] is None
     assert "No warnings in this range." in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_warnings_by_kind_tick_only_at_whole_counts(viewer_client: Client) -> None:
+    one_request_fleet(100, 900, 0, 0)
+    Warning.objects.create(
+        session=Session.objects.get(),
+        kind=Warning.Kind.UNEXPLAINED_MISS,
+        place="p",
+        message="m",
+        count=2,
+        happened_at=DAY,
+    )
+
+    chart = viewer_client.get(reverse("dashboard:overview"), {"range": "7d"}).context["warnings_chart"]
+
+    axis = chart["layout"]["yaxis"]
+    assert (axis["tickformat"], axis["rangemode"], axis["tick0"], axis["dtick"]) == (",d", "tozero", 0, 1)
