@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dashboard.charts import Figure, base_layout
+from dashboard.percent import percent_text
 
 if TYPE_CHECKING:
     from dashboard.services.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
@@ -132,7 +133,8 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
         used = series.now.used if series.now is not None else 0
         text = " · ".join(f"{name} {value:,} tokens" for name, value in far)
         if window and ("context window", window) in far:
-            text += f" — {used / window:.0%} used; far above this scale"
+            # Rounded as the page's own figure beside the chart is, so the two read alike.
+            text += f" — {percent_text(used / window)} used; far above this scale"
         layout["annotations"] = [
             {
                 "text": "↑ " + text,

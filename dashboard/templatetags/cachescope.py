@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from dashboard.glossary import term_named
+from dashboard.percent import percent_text
 from dashboard.roles import has_role
 from dashboard.services.costs import usd as usd_text
 
@@ -46,9 +47,8 @@ def term(name: str, shown: str = "") -> SafeString:
 
 @register.filter
 def percent(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value * 100:.1f}%"
+    """0.00225 → '0.2%', by the rule the charts' notes follow too."""
+    return percent_text(value)
 
 
 POSITION_PARAMS = frozenset({"page", "after", "before"})

@@ -53,7 +53,7 @@ def test_a_window_far_above_the_context_is_named_not_drawn_and_the_axis_fits_the
     assert 1200 <= high < 2 * 1200
     (note,) = figure["layout"]["annotations"]
     assert "context window 200,000 tokens" in note["text"]
-    assert "0% used" in note["text"]
+    assert "0.2% used" in note["text"]  # 450 of 200,000, as the page beside it rounds it
 
 
 def test_a_window_near_the_context_is_drawn_as_a_line_with_the_auto_compact_point() -> None:

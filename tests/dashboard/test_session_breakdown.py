@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +161,15 @@ def test_the_chart_is_drawn_once_per_series_and_again_when_the_series_is_dropped
     cache.delete(series_cache_key(session))  # as a backfill of the requests' context figures does
     assert breakdown_section() == first
     assert len(drawn) == 2
+
+
+def test_the_window_use_reads_alike_in_the_panel_and_in_the_chart_s_note(
+    viewer_client: Client, demo_sessions: dict[str, Session]
+) -> None:
+    page = viewer_client.get(demo_sessions["claude-code"].get_absolute_url()).content.decode()
+    figure = json.loads(page.split('id="breakdown-figure" type="application/json">')[1].split("</script>")[0])
+    (note,) = figure["layout"]["annotations"]
+    shown = re.search(r'<span class="muted">\(([0-9.]+%) used\)</span>', page)
+
+    assert shown is not None
+    assert f"— {shown[1]} used" in note["text"]
