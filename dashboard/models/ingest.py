@@ -87,7 +87,15 @@ class IngestJob(models.Model):
     sessions_updated = models.PositiveIntegerField(default=0)
     events_added = models.PositiveIntegerField(default=0)
     requests_added = models.PositiveIntegerField(default=0)
-    duplicates = models.PositiveIntegerField(default=0)
+    duplicates = models.PositiveIntegerField(
+        default=0, help_text="Events and requests already stored, together."
+    )
+    duplicate_events = models.PositiveIntegerField(
+        null=True, blank=True, default=0, help_text="Empty for a job recorded before they were counted apart."
+    )
+    duplicate_requests = models.PositiveIntegerField(
+        null=True, blank=True, default=0, help_text="Empty for a job recorded before they were counted apart."
+    )
     error_count = models.PositiveIntegerField(default=0)
     notice_count = models.PositiveIntegerField(
         default=0, help_text="Lines stored after characters no database holds were replaced; not errors."

@@ -73,7 +73,8 @@ def api_batch_store(job: IngestJob, *, on_step: StepCallback) -> IngestSummary:
         sessions_unchanged=result.summary.sessions_unchanged,
         events_added=result.summary.events_added,
         requests_added=result.summary.requests_added,
-        duplicates=result.summary.duplicates,
+        duplicate_events=result.summary.duplicate_events,
+        duplicate_requests=result.summary.duplicate_requests,
         errors=result.errors,
         notices=result.notices,
         changed_session_ids=result.summary.changed_session_ids,
@@ -98,6 +99,8 @@ def api_batch_status(job: IngestJob) -> dict[str, Any]:
         "sessions": job.sessions_added + job.sessions_updated,
         "accepted": job.events_added + job.requests_added,
         "duplicates": job.duplicates,
+        "duplicate_events": job.duplicate_events,
+        "duplicate_requests": job.duplicate_requests,
         "events": job.events_added,
         "requests": job.requests_added,
         "errors": [

@@ -111,6 +111,8 @@ class ApiIngestResult:
         answer: dict[str, Any] = {
             "accepted": self.accepted,
             "duplicates": self.summary.duplicates,
+            "duplicate_events": self.summary.duplicate_events,
+            "duplicate_requests": self.summary.duplicate_requests,
             "events": self.summary.events_added,
             "requests": self.summary.requests_added,
             "sessions": len(self.sessions),
@@ -197,7 +199,8 @@ def _add_summary(total: IngestSummary, step: IngestSummary) -> None:
     total.sessions_unchanged += step.sessions_unchanged
     total.events_added += step.events_added
     total.requests_added += step.requests_added
-    total.duplicates += step.duplicates
+    total.duplicate_events += step.duplicate_events
+    total.duplicate_requests += step.duplicate_requests
     total.errors += step.errors
     total.notices += step.notices
     total.session_ids += step.session_ids

@@ -269,6 +269,8 @@ def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
     job.events_added = summary.events_added
     job.requests_added = summary.requests_added
     job.duplicates = summary.duplicates
+    job.duplicate_events = summary.duplicate_events
+    job.duplicate_requests = summary.duplicate_requests
     job.error_count = len(summary.errors)
     # Counted from the rows: an upload notes the empty files it skipped before the ingest ran.
     job.notice_count = IngestNotice.objects.filter(job=job).count()

@@ -16,7 +16,10 @@ class IngestSummary:
     sessions_unchanged: int = 0
     events_added: int = 0
     requests_added: int = 0
-    duplicates: int = 0
+    duplicate_events: int = 0
+    """Events skipped because the stored log already holds their seq with the same type."""
+    duplicate_requests: int = 0
+    """Requests skipped because their session already holds their key."""
     errors: list[LineError] = field(default_factory=list)
     """Lines, files or sessions that were not stored."""
     notices: list[LineNotice] = field(default_factory=list)
@@ -31,6 +34,11 @@ class IngestSummary:
     def sessions(self) -> int:
         return self.sessions_added + self.sessions_updated + self.sessions_unchanged
 
+    @property
+    def duplicates(self) -> int:
+        """Events and requests skipped as already stored, together."""
+        return self.duplicate_events + self.duplicate_requests
+
     def as_dict(self) -> dict[str, int]:
         return {
             "sessions": self.sessions,
@@ -40,6 +48,8 @@ class IngestSummary:
             "events": self.events_added,
             "requests": self.requests_added,
             "duplicates": self.duplicates,
+            "duplicate_events": self.duplicate_events,
+            "duplicate_requests": self.duplicate_requests,
             "errors": len(self.errors),
             "notices": len(self.notices),
         }

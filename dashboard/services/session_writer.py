@@ -81,7 +81,7 @@ def write_session(
                 last_seq = item.seq
         elif isinstance(item, RequestRecord):
             if item.key in stored_keys:
-                summary.duplicates += 1
+                summary.duplicate_requests += 1
                 continue
             stored_keys.add(item.key)
             row = request_row(session, item, next_ordinal, blocks, imported.path, summary.errors)
@@ -148,7 +148,7 @@ class RepeatedEvents:
 
     def add(self, event: EventRecord) -> None:
         if event.seq in self.pending:
-            self.summary.duplicates += 1
+            self.summary.duplicate_events += 1
             return
         self.pending[event.seq] = event
         if len(self.pending) >= BATCH_SIZE:
@@ -166,7 +166,7 @@ class RepeatedEvents:
             if seq not in stored:
                 self.writer.add(event)
                 continue
-            self.summary.duplicates += 1
+            self.summary.duplicate_events += 1
             if stored[seq] != event.type:
                 reason = (
                     f"seq {seq} is stored as {stored[seq]!r} but the file has {event.type!r} here; "

@@ -235,7 +235,7 @@ def test_the_same_batch_twice_adds_nothing_the_second_time(client: Client, secre
     second = post(client, secret, body).json()
     assert first["accepted"] == 6
     assert second["accepted"] == 0
-    assert second["duplicates"] == 6
+    assert (second["duplicate_events"], second["duplicate_requests"], second["duplicates"]) == (5, 1, 6)
     assert Event.objects.count() == 5
     assert Request.objects.count() == 1
 
@@ -276,7 +276,7 @@ def test_a_request_line_without_an_id_is_deduplicated_by_its_content(client: Cli
     del line["response"]["id"]
     post(client, secret, ndjson([line]))
     again = post(client, secret, ndjson([line])).json()
-    assert (again["accepted"], again["duplicates"]) == (0, 1)
+    assert (again["accepted"], again["duplicates"], again["duplicate_requests"]) == (0, 1, 1)
 
 
 def test_a_request_line_without_a_session_is_an_error(client: Client, secret: str) -> None:

@@ -114,7 +114,7 @@ def test_polling_a_batch_gives_the_rows_and_errors_the_synchronous_endpoint_give
     assert answer["errors"] == direct["errors"]
     assert [(e["line"], e["field"]) for e in answer["errors"][:2]] == [(3, "seq"), (4, "data")]
     assert answer["errors"][2]["field"] == "request.body"
-    for key in ("accepted", "duplicates", "events", "requests"):
+    for key in ("accepted", "duplicates", "duplicate_events", "duplicate_requests", "events", "requests"):
         assert answer[key] == direct[key], key
     assert answer["sessions"] == direct["sessions"] == 3
     assert stored_rows("farm") == stored_rows("farm-sync")
@@ -201,6 +201,7 @@ def test_sending_the_same_batch_again_adds_nothing(client: Client, secret: str) 
     second = poll_until_finished(client, secret, send(client, secret, body)["Location"])
     assert first["accepted"] == 6
     assert (second["accepted"], second["duplicates"]) == (0, 6)
+    assert (second["duplicate_events"], second["duplicate_requests"]) == (5, 1)
     assert Event.objects.count() == 5
     assert Request.objects.count() == 1
 

@@ -323,7 +323,7 @@ def test_a_batch_that_repeats_an_event_counts_a_duplicate_and_stores_every_sessi
     body = ndjson([*lines, lines[1], changed]) + ndjson(dsh_lines("after", turns=1))
     response = post(client, secret, body)
     assert response.status_code == 200
-    assert response.json()["duplicates"] == 2
+    assert (response.json()["duplicates"], response.json()["duplicate_events"]) == (2, 2)
     (error,) = _errors(response, "seq")
     assert error["line"] == len(lines) + 2
     assert "the stored log is kept" in error["message"]

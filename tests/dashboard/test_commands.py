@@ -31,6 +31,17 @@ def test_ingest_says_so_when_nothing_is_new(dsh_log: Path) -> None:
     assert "Nothing new" in out
 
 
+def test_ingest_counts_repeated_events_and_repeated_requests_apart(dsh_log: Path) -> None:
+    run("ingest", str(dsh_log))
+    out, _ = run("ingest", str(dsh_log), "--json")
+    result = json.loads(out)
+    assert (result["duplicate_events"], result["duplicate_requests"], result["duplicates"]) == (5, 2, 7)
+    job = IngestJob.objects.get(pk=result["job"])
+    assert (job.duplicate_events, job.duplicate_requests, job.duplicates) == (5, 2, 7)
+    out, _ = run("ingest", str(dsh_log))
+    assert "; 5 duplicate events, 2 duplicate requests skipped;" in out
+
+
 def test_ingest_json_summary_lists_each_bad_line(tmp_path: Path, dsh_log: Path) -> None:
     broken = tmp_path / "broken" / "session.jsonl"
     broken.parent.mkdir()

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import Request, Session, Source
+from dashboard.models import IngestJob, Request, Session, Source
 from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
@@ -126,3 +126,20 @@ def test_the_session_page_pages_a_long_requests_table(viewer_client: Client, tmp
     second = viewer_client.get(session.get_absolute_url(), {"requests_page": 11}).content.decode()
     assert "Requests 251 to 252 of 252" in second
     assert f'href="/requests/{Request.objects.get(session=session, ordinal=251).pk}/"' in second
+
+
+def test_the_job_page_shows_repeated_events_and_repeated_requests_apart(viewer_client: Client) -> None:
+    job = IngestJob.objects.create(status="done", duplicates=7, duplicate_events=5, duplicate_requests=2)
+    text = viewer_client.get(job.get_absolute_url()).content.decode()
+    assert "<dt>Duplicate events skipped</dt><dd>5</dd>" in text
+    assert "<dt>Duplicate requests skipped</dt><dd>2</dd>" in text
+    assert "Duplicates skipped" not in text
+
+
+def test_a_job_recorded_before_duplicates_were_counted_apart_shows_their_total(viewer_client: Client) -> None:
+    job = IngestJob.objects.create(
+        status="done", duplicates=7, duplicate_events=None, duplicate_requests=None
+    )
+    text = viewer_client.get(job.get_absolute_url()).content.decode()
+    assert "<dt>Duplicates skipped</dt><dd>7</dd>" in text
+    assert "Duplicate events" not in text

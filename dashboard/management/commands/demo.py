@@ -34,7 +34,8 @@ class Command(BaseCommand):
             summary = ingest_paths(paths=[root / source], source_name=source)
             self.stdout.write(
                 f"{source}: {summary.sessions} sessions, {summary.events_added} events and "
-                f"{summary.requests_added} requests added, {summary.duplicates} already stored, "
+                f"{summary.requests_added} requests added, {summary.duplicate_events} events and "
+                f"{summary.duplicate_requests} requests already stored, "
                 f"{len(summary.errors)} errors"
             )
             for error in summary.errors:

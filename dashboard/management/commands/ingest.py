@@ -63,7 +63,8 @@ class Command(BaseCommand):
             counts = summary.as_dict()
             self.stdout.write(
                 "{sessions} sessions ({sessions_added} new, {sessions_updated} updated, {sessions_unchanged} "
-                "unchanged), {events} events, {requests} requests added; {duplicates} duplicates skipped; "
+                "unchanged), {events} events, {requests} requests added; "
+                "{duplicate_events} duplicate events, {duplicate_requests} duplicate requests skipped; "
                 "{errors} errors, {notices} notices".format(**counts)
             )
             if not summary.events_added and not summary.requests_added and summary.duplicates:
