@@ -86,6 +86,8 @@ class RequestAnalysis:
     read_from: WriterRef | None = None
     """The request that wrote the entry the predicted read lands on (in another session when its
     ``session`` is not empty)."""
+    minimum_tokens: int | None = None
+    """The model's minimum cacheable prefix the prediction was made with; ``None`` without a body."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -268,7 +270,7 @@ class LineageStream:
                 request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
             )
             read_from = writers.get(prediction.read_from or "")
-            yield replace(analysis, previous=parent, read_from=read_from)
+            yield replace(analysis, previous=parent, read_from=read_from, minimum_tokens=facts.minimum_tokens)
         names = self._assigner.names()
         self._names = {f"{_PROVISIONAL}{chain}": name for chain, name in enumerate(names)}
 

@@ -368,6 +368,7 @@ def _body_result(
         data["cacheability"] = None
         data["record"] = []
         data["prompt_tokens"] = record.usage.prompt_total if record.usage else None
+    data["minimum_tokens"] = analysis.minimum_tokens
     data["rewritten"] = rewritten
     figures = data["figures"]
     return RequestResult(

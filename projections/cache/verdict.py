@@ -9,7 +9,8 @@ The remedy rule: a miss label names what cost the tokens, and has a remedy of it
 changed prefix is the change's fault, so only then (or with no label at all) does the remedy of
 the change's cause win. A miss left unexplained in a source that logged no bodies cannot blame
 bytes nobody logged: its detail ranks the candidate causes and its remedy names the data that
-would settle it.
+would settle it. A prompt shorter than its model's minimum cacheable length is never cached,
+wherever its markers sit, so no remedy is offered for it: :func:`below_minimum_note` says so instead.
 
 The label rule: each label means one thing, said once in :data:`LABEL_MEANINGS` (the README's
 sentences), and the badge a request shows is decided by :func:`badge_for` alone, so the request
@@ -226,13 +227,35 @@ def badge_for(label: str | None, figures: Figures) -> str:
     return "no miss"
 
 
-def remedy_for(label: str | None, change: ChangeVerdict | None, *, has_body: bool) -> str:
-    """The remedy of a request's miss (see the module's docstring for the rule); empty for none."""
+def below_minimum_note(prompt_tokens: int, minimum_tokens: int) -> str:
+    """What is said instead of a remedy for a prompt shorter than its model's minimum cacheable length."""
+    return (
+        f"The prompt is {prompt_tokens:,} tokens, below the model's minimum cacheable length of "
+        f"{minimum_tokens:,} tokens: the provider caches no prompt this short, so no cache_control "
+        "marker can help; nothing to change."
+    )
+
+
+def remedy_for(
+    label: str | None,
+    change: ChangeVerdict | None,
+    *,
+    has_body: bool,
+    prompt_tokens: int | None = None,
+    minimum_tokens: int | None = None,
+) -> str:
+    """The remedy of a request's miss (see the module's docstring for the rule); empty for none.
+
+    ``prompt_tokens`` and ``minimum_tokens``: the request's prompt and its model's minimum cacheable
+    prefix, where known; a prompt below the minimum gets :func:`below_minimum_note` for a remedy.
+    """
     remedy = LABEL_REMEDIES.get(label or "", "")
     if label == "unexplained" and not has_body:
         remedy = TRANSCRIPT_UNEXPLAINED_REMEDY
     if change is not None and (not label or label.startswith("prefix-changed")):
         remedy = change.remedy or remedy
+    if remedy and prompt_tokens is not None and minimum_tokens is not None and prompt_tokens < minimum_tokens:
+        return below_minimum_note(prompt_tokens, minimum_tokens)
     return remedy
 
 
@@ -253,7 +276,14 @@ def verdict(data: Mapping[str, JSON], *, has_body: bool) -> Verdict:
         figures=said,
         label=label,
         detail=str(data.get("label_detail") or ""),
-        remedy=remedy_for(label, change, has_body=has_body),
+        remedy=remedy_for(
+            label,
+            change,
+            has_body=has_body,
+            prompt_tokens=_count(data.get("prompt_tokens")),
+            # Absent from an analysis stored before it was kept: its remedy is the label's own.
+            minimum_tokens=_count(data.get("minimum_tokens")),
+        ),
         material=bool(data.get("material")),
         badge=badge,
         meaning=label_meaning(label) if label else BADGE_MEANINGS[badge],
@@ -280,3 +310,7 @@ def _change(change: JSON) -> ChangeVerdict | None:
         detail=str(change.get("detail") or ""),
         remedy=str(change.get("remedy") or ""),
     )
+
+
+def _count(value: JSON) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

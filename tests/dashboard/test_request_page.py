@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from dashboard.services.analysis import session_analyse
 from dashboard.views.change_display import CONTEXT_CHARS, display_text
 from projections.cache.verdict import BADGE_MEANINGS, LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
 from tests.dashboard.test_analysis import (
+    MODEL,
     START,
     body,
     capture,
@@ -123,6 +125,41 @@ def test_a_miss_without_a_changed_prefix_shows_the_remedy_of_its_label(
     assert response.context["analysis"].label == "ttl-expired"
     assert response.context["remedy"] == LABEL_REMEDIES["ttl-expired"]
     assert "use ttl 1h on the stable prefix" in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("system", "prompt_tokens", "advised"),
+    [("Be brief.", 8, False), ("You are a careful engineer. " * 240, 1_690, True)],
+    ids=["below the minimum", "above it"],
+)
+def test_the_marker_remedy_is_offered_only_to_a_prompt_the_model_could_cache(
+    tmp_path: Path, viewer_client: Client, system: str, prompt_tokens: int, advised: bool
+) -> None:
+    request = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "system": [text(system)],
+        "messages": [{"role": "user", "content": [text("Say hi.")]}],
+    }
+    records = [
+        capture(
+            request, key=f"msg_{n}", at=START + timedelta(minutes=n), read=0, write=0, uncached=prompt_tokens
+        )
+        for n in (1, 2)
+    ]
+    session = ingest_captures(tmp_path, records)
+    session_analyse(session_id=session.pk)
+    call = Request.objects.get(session=session, key="msg_2")
+    response = viewer_client.get(call.get_absolute_url())
+    page = html.unescape(without_tags(response.content.decode()))
+
+    assert response.context["analysis"].label == "no-breakpoint"
+    assert (LABEL_REMEDIES["no-breakpoint"] in page) is advised
+    below = (
+        f"The prompt is {prompt_tokens} tokens, below the model's minimum cacheable length of 1,024 tokens"
+    )
+    assert (below in page) is not advised
 
 
 @pytest.mark.django_db

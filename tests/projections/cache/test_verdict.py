@@ -4,6 +4,7 @@ import copy
 import json
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -14,11 +15,20 @@ from projections.cache.verdict import (
     TRANSCRIPT_UNEXPLAINED_REMEDY,
     Verdict,
     VerdictError,
+    below_minimum_note,
     verdict,
 )
 from projections.normalized import RequestRecord
 from projections.provider_diagnosis import ProviderDiagnosis
-from tests.projections.cache.builders import SONNET, T0, anthropic_usage, body, conversation, record
+from tests.projections.cache.builders import (
+    SONNET,
+    T0,
+    anthropic_usage,
+    body,
+    conversation,
+    record,
+    words,
+)
 
 
 def verdicts(records: list[RequestRecord]) -> list[Verdict]:
@@ -82,6 +92,49 @@ def test_a_changed_prefix_gets_the_remedy_of_the_change_not_of_its_label() -> No
     assert second.first_change.cause == "edited"
     assert second.remedy == second.first_change.remedy != ""
     assert second.remedy not in LABEL_REMEDIES.values()
+
+
+def unmarked_pair(messages: list[dict[str, Any]], *, system: str) -> list[RequestRecord]:
+    """Two requests of one lineage a minute apart, with no cache_control marker anywhere."""
+    request = body(messages, system=[{"type": "text", "text": system}], tool_defs=[])
+    return [record("r0", 0, request), record("r1", 1, request, minutes=1)]
+
+
+def test_a_prompt_below_the_model_s_minimum_gets_no_marker_remedy_but_says_it_is_too_short() -> None:
+    tiny = [{"role": "user", "content": [{"type": "text", "text": "Say hi."}]}]
+    result = analyse_records(unmarked_pair(tiny, system="Be brief.")).results[1]
+
+    said = verdict(result.data, has_body=True)
+
+    assert said.label == "no-breakpoint"
+    prompt = result.data["prompt_tokens"]
+    assert isinstance(prompt, int)
+    assert prompt < 20
+    assert result.data["minimum_tokens"] == 1_024
+    assert said.remedy == below_minimum_note(prompt, 1_024)
+    assert said.remedy.startswith(f"The prompt is {prompt} tokens, below the model's minimum cacheable")
+    assert "1,024 tokens" in said.remedy
+    assert LABEL_REMEDIES["no-breakpoint"] not in said.remedy
+
+
+def test_a_prompt_above_the_model_s_minimum_keeps_the_marker_remedy() -> None:
+    result = analyse_records(unmarked_pair(conversation(3), system=words("system", 8_000))).results[1]
+
+    said = verdict(result.data, has_body=True)
+
+    assert said.label == "no-breakpoint"
+    prompt = result.data["prompt_tokens"]
+    assert isinstance(prompt, int)
+    assert prompt > 1_024
+    assert said.remedy == LABEL_REMEDIES["no-breakpoint"]
+
+
+def test_an_analysis_stored_before_the_minimum_was_kept_gets_the_remedy_of_its_label() -> None:
+    tiny = [{"role": "user", "content": [{"type": "text", "text": "Say hi."}]}]
+    result = analyse_records(unmarked_pair(tiny, system="Be brief.")).results[1]
+    old = {k: v for k, v in result.data.items() if k != "minimum_tokens"}
+
+    assert verdict(old, has_body=True).remedy == LABEL_REMEDIES["no-breakpoint"]
 
 
 def test_an_unexplained_miss_without_bodies_asks_for_the_bytes() -> None:
