@@ -119,10 +119,8 @@ class SessionFilters:
             sessions = sessions.filter(started_at__gte=_start_of(self.started_from))
         if self.started_to:
             sessions = sessions.filter(started_at__lt=_start_of(self.started_to, days=1))
-        if self.since:
-            sessions = sessions.filter(last_activity__gte=self.since)
-        if self.until:
-            sessions = sessions.filter(Q(started_at__lt=self.until) | Q(started_at__isnull=True))
+        if self.since or self.until:
+            sessions = sessions.active_between(self.since, self.until)
         if self.job is not None:
             sessions = sessions.filter(ingest_jobs=self.job)
         if self.warnings:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
@@ -16,6 +18,17 @@ class SessionQuerySet(models.QuerySet["Session"]):
         if value:
             return self.filter(**{f"labels__{key}": value})
         return self.filter(labels__has_key=key)
+
+    def active_between(self, since: datetime | None, until: datetime | None) -> SessionQuerySet:
+        """The sessions with activity in ``[since, until)``: last active at or after ``since``,
+        started before ``until`` (either bound may be open). A session without a wall-clock time
+        (:attr:`Session.dated`) has no activity to place, so it is in no window."""
+        sessions = self.filter(started_at__isnull=False)
+        if since is not None:
+            sessions = sessions.filter(last_activity__gte=since)
+        if until is not None:
+            sessions = sessions.filter(started_at__lt=until)
+        return sessions
 
     def search(self, text: str) -> SessionQuerySet:
         text = text.strip()
@@ -110,6 +123,12 @@ class Session(models.Model):
     @property
     def models_list(self) -> list[str]:
         return [name for name in self.models_used.split(",") if name]
+
+    @property
+    def dated(self) -> bool:
+        """Whether its log gave any wall-clock time. Without one (a header-only log, a test clock's
+        times) :attr:`last_activity` is only when the session was stored, which dates nothing."""
+        return self.started_at is not None
 
 
 class Event(models.Model):

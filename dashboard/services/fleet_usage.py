@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Min, Q, QuerySet, Sum
+from django.db.models import Count, Max, Min, QuerySet, Sum
 from django.urls import reverse
 
 from dashboard.models import Session, Source, UsageRollup
@@ -187,14 +187,13 @@ def active_sessions(window: TimeWindow | None) -> QuerySet[Session]:
     """The sessions with activity in the window: started before its end, last active after its start.
 
     "All" is every session, not those active within the requests' span: a session without a
-    request, or without a time at all, is still one of the fleet's.
+    request, or without a time at all, is still one of the fleet's. A session without a time (see
+    :attr:`Session.dated <dashboard.models.Session.dated>`) is in no range of some length.
     """
     sessions = Session.objects.all()
     if not range_limited(window):
         return sessions
-    return sessions.filter(last_activity__gte=window.start).filter(
-        Q(started_at__lt=window.end) | Q(started_at__isnull=True)
-    )
+    return sessions.active_between(window.start, window.end)
 
 
 def active_sessions_count(window: TimeWindow) -> ActiveSessions:

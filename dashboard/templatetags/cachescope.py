@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django import template
@@ -15,6 +16,7 @@ from dashboard.glossary import term_named
 from dashboard.percent import percent_text
 from dashboard.roles import has_role
 from dashboard.services.costs import usd as usd_text
+from projections.formats.times import is_wall_clock
 
 register = template.Library()
 
@@ -43,6 +45,13 @@ def term(name: str, shown: str = "") -> SafeString:
     entry = term_named(name)
     url = reverse("dashboard:glossary") + "#" + entry.slug
     return format_html('<a class="term" href="{}" title="{}">{}</a>', url, entry.short, shown or name)
+
+
+@register.filter
+def wall_clock(moment: datetime | None) -> datetime | None:
+    """``moment``, or ``None`` for a test clock's instant (see ``WALL_CLOCK_FROM``): an event the
+    harness's snapshots timed at 0 ms shows no time rather than 1 January 1970."""
+    return moment if is_wall_clock(moment) else None
 
 
 @register.filter

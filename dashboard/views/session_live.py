@@ -27,7 +27,8 @@ LATEST_CALLS = 5
 def session_live_context(session: Session) -> dict[str, Any]:
     """Whether ``session`` is live and its latest calls, for the page and the polled panel alike."""
     return {
-        "is_live": timezone.now() - session.last_activity < IDLE_AFTER,
+        # An undated session's activity is only its storing, not a call arriving.
+        "is_live": session.dated and timezone.now() - session.last_activity < IDLE_AFTER,
         "latest_calls": list(session.requests.order_by("-ordinal")[:LATEST_CALLS]),
     }
 

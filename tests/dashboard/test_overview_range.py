@@ -240,3 +240,16 @@ def test_all_time_counts_every_session_even_one_active_outside_the_requests_span
     )
     Session.objects.create(source=farm, external_id="undated", format="dsh")
     assert overview(viewer_client, range="all")["totals"]["sessions"] == 3
+
+
+def test_a_session_without_a_time_is_in_no_range_of_some_length(viewer_client: Client) -> None:
+    fleet([0, 1])
+    farm = Source.objects.get(name="farm")
+    # Stored just now from a log with no wall-clock time: its last activity is its storing.
+    Session.objects.create(source=farm, external_id="undated", format="dsh", last_activity=NEWEST)
+    assert overview(viewer_client, range="7d")["totals"]["sessions"] == 1
+    assert overview(viewer_client, range="all")["totals"]["sessions"] == 2
+    since = (NEWEST - timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    listed = viewer_client.get(reverse("dashboard:sessions"), {"since": since}).content.decode()
+    assert "undated" not in listed
+    assert "farm-2" in listed

@@ -26,6 +26,7 @@ def recorded_session(*, idle_for: timedelta) -> Session:
         format="claude-trace",
         request_count=2,
         cache_read_tokens=4096,
+        started_at=timezone.now() - idle_for - timedelta(minutes=1),
         last_activity=timezone.now() - idle_for,
     )
     for ordinal, reason in enumerate(["", "system_changed"]):
@@ -87,3 +88,13 @@ def test_the_panel_needs_a_login(client: Client) -> None:
 
     assert answer.status_code == 302
     assert "rec-1" not in answer.content.decode()
+
+
+def test_a_session_whose_log_gives_no_time_is_never_live(viewer_client: Client) -> None:
+    # A header-only log: its last activity is only when it was stored, a moment ago.
+    session = recorded_session(idle_for=timedelta(0))
+    Session.objects.filter(pk=session.pk).update(started_at=None)
+    page = viewer_client.get(reverse("dashboard:session", args=[session.pk])).content.decode()
+    assert POLL not in page
+    listing = viewer_client.get(reverse("dashboard:sessions")).content.decode()
+    assert 'title="Its log gives no wall-clock time">—<' in listing

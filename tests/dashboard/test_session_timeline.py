@@ -149,3 +149,15 @@ def test_a_stream_the_page_would_cut_before_its_message_starts_the_next_page(
     context = viewer_client.get(session.get_absolute_url()).context
     assert [item.kind for item in context["timeline"]] == ["user"]
     assert context["events_next"] == 1
+
+
+def test_an_event_on_a_test_clock_shows_no_time_rather_than_1970(viewer_client: Client) -> None:
+    from datetime import UTC, datetime
+
+    source = Source.objects.create(name="snapshots")
+    session = Session.objects.create(source=source, external_id="snap", format="dsh", started_at=START)
+    Event.objects.create(session=session, seq=0, type="step/start", time=datetime(1970, 1, 1, tzinfo=UTC))
+    Event.objects.create(session=session, seq=1, type="turn/start", time=START)
+    page = viewer_client.get(reverse("dashboard:session", args=[session.pk])).content.decode()
+    assert "1970" not in page
+    assert f"{START:%Y-%m-%d %H:%M:%S}" in page
