@@ -17,9 +17,10 @@ from dashboard.charts import READ_COLOUR, Figure, base_layout
 
 MAX_TICKS = 12
 SOURCE_COLOURS = ("#2456a6", "#2f8f5b", "#d08a1e", "#c2413b", "#6b4fa0", "#3a8fa8", "#8a6d3b", "#5f6b7a")
-# A weekly axis is a long one, and "Jan 05" alone could be either of two years on it.
-TICK_FORMATS = {"hour": "%b %d %H:%M", "day": "%b %d", "week": "%b %d, %Y"}
-DAY_ACROSS_YEARS = "%b %d, %Y"
+# A weekly axis is a long one, and "Jan 05" alone could be either of two years on it. The year goes
+# on a second line: on one, a dozen "May 01, 2026" labels tilt and are cut off at the chart's foot.
+TICK_FORMATS = {"hour": "%b %d %H:%M", "day": "%b %d", "week": "%b %d<br>%Y"}
+DAY_ACROSS_YEARS = "%b %d<br>%Y"
 HOVER_FORMATS = {"hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d"}
 
 
@@ -44,6 +45,8 @@ def time_axis(step: str, points: Sequence[BucketPoint]) -> dict[str, Any]:
         "title": {"text": step},
         "type": "date",
         "nticks": MAX_TICKS,
+        # Room below for two-line labels, so the axis title does not sit on them.
+        "automargin": True,
         "tickformat": DAY_ACROSS_YEARS if step == "day" and crosses_year else TICK_FORMATS[step],
         "hoverformat": HOVER_FORMATS[step],
     }

@@ -106,8 +106,8 @@ def test_a_weekly_axis_and_a_daily_one_into_a_new_year_label_their_ticks_with_th
         charts = (context["fleet_hit_rate_chart"], context["fleet_sources_chart"])
         return {chart["layout"]["xaxis"]["tickformat"] for chart in charts}
 
-    assert tick_formats("all") == {"%b %d, %Y"}
-    assert tick_formats("90d") == {"%b %d, %Y"}  # from December 2025
+    assert tick_formats("all") == {"%b %d<br>%Y"}
+    assert tick_formats("90d") == {"%b %d<br>%Y"}  # from December 2025
     assert tick_formats("30d") == {"%b %d"}
     assert tick_formats("24h") == {"%b %d %H:%M"}
 
