@@ -9,8 +9,10 @@ from typing import Any
 from django import template
 from django.http import QueryDict
 from django.urls import reverse
+from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.timezone import localtime
 
 from dashboard.glossary import term_named
 from dashboard.percent import percent_text
@@ -52,6 +54,19 @@ def wall_clock(moment: datetime | None) -> datetime | None:
     """``moment``, or ``None`` for a test clock's instant (see ``WALL_CLOCK_FROM``): an event the
     harness's snapshots timed at 0 ms shows no time rather than 1 January 1970."""
     return moment if is_wall_clock(moment) else None
+
+
+@register.filter
+def session_moment(moment: datetime | None, session: Any) -> str:
+    """A moment of ``session`` as its page writes it: the time of day while the whole session falls
+    on one day, with the date too once it runs over several (else two calls days apart read alike)."""
+    if not is_wall_clock(moment):
+        return ""
+    one_day = (
+        session.started_at is not None
+        and localtime(session.started_at).date() == localtime(session.last_activity).date()
+    )
+    return date_format(localtime(moment), "H:i:s" if one_day else "Y-m-d H:i:s")
 
 
 @register.filter

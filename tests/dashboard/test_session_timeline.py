@@ -161,3 +161,23 @@ def test_an_event_on_a_test_clock_shows_no_time_rather_than_1970(viewer_client: 
     page = viewer_client.get(reverse("dashboard:session", args=[session.pk])).content.decode()
     assert "1970" not in page
     assert f"{START:%Y-%m-%d %H:%M:%S}" in page
+
+
+def test_a_session_that_runs_over_days_dates_its_moments(viewer_client: Client) -> None:
+    from dashboard.models import Request
+
+    source = Source.objects.create(name="days")
+    later = START + timedelta(days=3)
+    session = Session.objects.create(
+        source=source, external_id="days", format="dsh", started_at=START, last_activity=later
+    )
+    Event.objects.create(session=session, seq=0, type="turn/start", time=START)
+    Event.objects.create(session=session, seq=1, type="turn/start", time=later)
+    Request.objects.create(session=session, ordinal=0, key="r0", provider="anthropic", started_at=later)
+    page = viewer_client.get(reverse("dashboard:session", args=[session.pk])).content.decode()
+    assert f"#0\u20131 · {START:%Y-%m-%d %H:%M:%S}<" in page  # the conversation's line
+    assert f'<td class="small">{later:%Y-%m-%d %H:%M:%S}</td>' in page  # the request's row
+    # Within one day, the time of day alone.
+    Session.objects.filter(pk=session.pk).update(last_activity=START + timedelta(hours=2))
+    page = viewer_client.get(reverse("dashboard:session", args=[session.pk])).content.decode()
+    assert f"#0\u20131 · {START:%H:%M:%S}<" in page
