@@ -37,7 +37,9 @@ class TranscriptPrediction:
     """Predicted cache read for one call, and the rule that gave it."""
 
     read: int | None
-    """``None`` for the first call of a lineage: nothing is known about what was cached before."""
+    """``None`` when nothing is known about what was cached before: the first call of a lineage, or
+    a call whose rule needs a figure the previous call's usage did not report (a cache write a
+    DeepSeek usage never carries, a cache read left out)."""
     rule: str
 
     def exact(self, reported: int | None) -> bool:
@@ -55,25 +57,26 @@ def predict_transcript(
     prompt) survives: ``static_prefix`` when given, else the first call's read of that lineage.
     """
     previous: dict[str, TranscriptCall] = {}
-    first_read: dict[str, int] = {}
+    first_read: dict[str, int | None] = {}
     tools_read: dict[str, int] = {}
     out: list[TranscriptPrediction] = []
     for call in calls:
         prev = previous.get(call.lineage)
         previous[call.lineage] = call
         if prev is None:
-            first_read[call.lineage] = call.usage.cache_read or 0
+            first_read[call.lineage] = call.usage.cache_read
             out.append(TranscriptPrediction(None, "first-call"))
             continue
         if call.compaction_before:
-            static = static_prefix if static_prefix is not None else first_read.get(call.lineage, 0)
+            static = static_prefix if static_prefix is not None else first_read.get(call.lineage)
             out.append(TranscriptPrediction(static, "after-compaction"))
             continue
         if call.system_changed_before:
             # Only the tools ahead of the system prompt survive. Their size is not in a body-less log,
-            # but the first rewrite's reported read measures it; until then it is unknown.
+            # but the first reported read after a rewrite measures it; until then it is unknown.
             out.append(TranscriptPrediction(tools_read.get(call.lineage), "system-changed"))
-            tools_read.setdefault(call.lineage, call.usage.cache_read or 0)
+            if call.usage.cache_read is not None:
+                tools_read.setdefault(call.lineage, call.usage.cache_read)
             continue
         if prev.model != call.model:
             out.append(TranscriptPrediction(0, "model-changed"))
@@ -87,15 +90,19 @@ def predict_transcript(
     return out
 
 
-def _carried(prev: Usage) -> int:
-    """What the previous call left in the cache for the next one.
+def _carried(prev: Usage) -> int | None:
+    """What the previous call left in the cache for the next one; ``None`` when its usage cannot say.
 
     With explicit caching that is what it read plus what it wrote. OpenAI's automatic caching
     reports no writes: every prompt it processed is cached, in steps of 128 tokens from 1,024 up.
+    Any other usage without a read or a write (DeepSeek reports no writes) leaves the sum unknown:
+    counting the missing term as 0 would predict a read the data never showed.
     """
     if prev.convention == "openai" and prev.cache_write is None and prev.prompt_total is not None:
         return openai_cached_tokens(prev.prompt_total)
-    return (prev.cache_read or 0) + (prev.cache_write or 0)
+    if prev.cache_read is None or prev.cache_write is None:
+        return None
+    return prev.cache_read + prev.cache_write
 
 
 def exact_share(calls: Sequence[TranscriptCall], predictions: Sequence[TranscriptPrediction]) -> float | None:

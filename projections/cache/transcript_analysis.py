@@ -59,6 +59,22 @@ RULE_DETAILS = {
 }
 """What each predictor rule means, shown beside the call's label."""
 
+UNKNOWN_DETAILS = {
+    "carried": (
+        "read(N) = read(N-1) + write(N-1), but the previous call's usage reported no cache write or no "
+        "cache read, so what it left cached, and the predicted read, are unknown"
+    ),
+    "after-compaction": (
+        "a compaction lies between: only the static prefix (tools and system) survives, and its size is "
+        "unknown (the lineage's first call reported no cache read)"
+    ),
+    "system-changed": (
+        "the system prompt or the tools were rewritten between: what survives ahead of them is not yet "
+        "measured, so the predicted read is unknown"
+    ),
+}
+"""What a rule means for a call whose prediction it could not make: a figure it needs is unknown."""
+
 
 STATIC_RULES = frozenset({"first-call", "after-compaction", "system-changed"})
 """Rules whose call reads only the lineage's static prefix (system + tools), if anything."""
@@ -92,8 +108,14 @@ def transcript_label(rule: str | None, material: bool) -> str:
     return "unexplained" if rule == "carried" else rule
 
 
-def transcript_detail(rule: str | None) -> str:
-    """What the rule that predicted a call means; empty for a call nothing predicted."""
+def transcript_detail(rule: str | None, *, predicted: bool = True) -> str:
+    """What the rule that predicted a call means; empty for a call nothing predicted.
+
+    ``predicted``: whether the rule gave a figure; when a figure it needs was not reported, the
+    detail says the prediction is unknown rather than quote a formula it could not apply.
+    """
+    if not predicted and rule in UNKNOWN_DETAILS:
+        return UNKNOWN_DETAILS[rule]
     return RULE_DETAILS.get(rule or "", "")
 
 
@@ -124,7 +146,12 @@ def analyse_transcript(
         if record.key in crossed:
             writer = crossed[record.key].writer
             result.data["label_detail"] = _shared_detail(record, crossed[record.key])
-        elif prediction is not None and prediction.rule == "carried" and prev is not None:
+        elif (
+            prediction is not None
+            and prediction.rule == "carried"
+            and prediction.read is not None
+            and prev is not None
+        ):
             writer = WriterRef("", prev.key, prev.ordinal)
         result.data["read_from"] = read_from_json(writer)
         results.append(result)
@@ -256,7 +283,9 @@ def _result(
         cached_before = (prev.usage.cache_read or 0) + (prev.usage.cache_write or 0)
     reprocessed = max(0, cached_before - (usage.cache_read or 0)) if usage is not None else 0
     total = usage.prompt_total if usage is not None else None
-    material = read is not None and is_material(reprocessed, total or 0)
+    # A read the provider did not report is no miss of any size: nothing shows what was re-processed.
+    reported = usage is not None and usage.cache_read is not None
+    material = read is not None and reported and is_material(reprocessed, total or 0)
     label = transcript_label(rule, material)
     if credit is not None and rule is not None and rule != "first-call":
         # Without the bodies the wire's bound is what the log allows or what the provider did serve.
@@ -266,7 +295,7 @@ def _result(
         excess = over_credit(record.key, place, credit.credited_tokens, max(read or 0, served))
         if excess is not None:
             findings.append(finding_of(excess))
-    detail = transcript_detail(rule)
+    detail = transcript_detail(rule, predicted=read is not None)
     candidates: list[JSON] = []
     if label == "unexplained" and usage is not None and read is not None and prev is not None:
         versions = (prev.client_version, record.client_version)

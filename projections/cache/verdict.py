@@ -116,7 +116,11 @@ BADGE_MEANINGS = {
     "not cached": "Nothing was read or written.",
     "not predicted": (
         "Nothing is known of what was cached before this request (the first call of a transcript "
-        "lineage), so no miss can be judged."
+        "lineage, or one whose previous call did not report its cache read or write), so no miss "
+        "can be judged."
+    ),
+    "read not reported": (
+        "The provider reported no cache read for this request, so whether it missed cannot be judged."
     ),
 }
 """What the badge of a request without a miss label says."""
@@ -213,14 +217,17 @@ def badge_for(label: str | None, figures: Figures) -> str:
     """The badge of a request: its miss label, else what its figures show (:data:`BADGE_MEANINGS`).
 
     "no miss" only where something was predicted and read: a request that read nothing and wrote
-    its prompt is a cold write.
+    its prompt is a cold write. An unknown figure is never taken for 0: without a reported read
+    nothing about the read is claimed, and "not cached" needs a reported write of 0 as well.
     """
     if label:
         return label
-    read, write = figures.reported_read or 0, figures.reported_write or 0
-    if read == 0 and write > 0:
+    read, write = figures.reported_read, figures.reported_write
+    if read is None:
+        return "read not reported"
+    if read == 0 and write is not None and write > 0:
         return "cold write"
-    if read == 0 and figures.reported_read is not None:
+    if read == 0 and write == 0:
         return "not cached"
     if figures.predicted_read is None:
         return "not predicted"

@@ -13,6 +13,7 @@ from dashboard.services.analysis import session_analyse
 from dashboard.services.costs import usd
 from dashboard.services.rollups import rollups_rebuild
 from tests.dashboard.test_analysis import START, capture, conversation, ingest_captures, usage_row
+from tests.dashboard.test_request_page import deepseek_row
 
 
 def analysed_session(tmp_path: Path) -> Session:
@@ -197,3 +198,22 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
     page = response.content.decode()
     assert "Top wasted cache writes" in page
     assert "Warnings by kind" in page
+
+
+@pytest.mark.django_db
+def test_an_unknown_predicted_read_is_a_gap_in_the_chart_and_a_dash_in_the_requests_list(
+    viewer_client: Client,
+) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="ds", format="dsh"
+    )
+    for ordinal, read in enumerate((0, 8_064, 8_448)):
+        deepseek_row(session, ordinal, read)
+    session_analyse(session_id=session.pk)
+
+    chart = viewer_client.get(session.get_absolute_url()).context["requests_chart"]
+    predicted = next(trace for trace in chart["data"] if trace["name"] == "predicted read")
+    assert predicted["y"] == [None, None, None]
+    assert predicted["connectgaps"] is False
+    listed = viewer_client.get(reverse("dashboard:requests"), {"session": session.pk})
+    assert [call.predicted_read for call in listed.context["page"]] == [None, None, None]

@@ -287,3 +287,60 @@ def test_the_request_page_names_the_lineage_the_engine_gave_a_side_call(
 def without_tags(page: str) -> str:
     """The page's text as read, without the markup of links such as glossary terms."""
     return re.sub(r"<[^>]+>", "", page)
+
+
+def deepseek_row(session: Session, ordinal: int, read: int | None) -> Request:
+    """A DeepSeek call as a dsh log stores it: usage only, with no cache write field."""
+    return Request.objects.create(
+        session=session,
+        ordinal=ordinal,
+        key=f"ds_{ordinal}",
+        provider="deepseek-official",
+        platform="deepseek",
+        api="chat",
+        model="deepseek-chat",
+        started_at=START + timedelta(seconds=30 * ordinal),
+        uncached_input_tokens=400,
+        cache_read_tokens=read,
+        output_tokens=90,
+        usage_convention="dsh",
+    )
+
+
+@pytest.mark.django_db
+def test_a_prediction_from_an_unreported_write_shows_unknown_and_claims_no_hit(viewer_client: Client) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="ds", format="dsh"
+    )
+    deepseek_row(session, 0, 0)
+    second = deepseek_row(session, 1, 8_064)
+    session_analyse(session_id=session.pk)
+    response = viewer_client.get(second.get_absolute_url())
+    page = without_tags(response.content.decode())
+
+    assert second.analysis.predicted_read is None
+    assert response.context["verdict"].badge == "not predicted"
+    assert re.search(r"Predicted read\s*—", page)
+    assert ">no miss</span>" not in response.content.decode()
+    assert BADGE_MEANINGS["no miss"] not in page
+    assert "Reads the prefix written by" not in page
+
+
+@pytest.mark.django_db
+def test_a_request_whose_read_was_not_reported_does_not_say_it_read_what_was_predicted(
+    viewer_client: Client,
+) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="cc", format="claude-code"
+    )
+    usage_row(session, 0, START, 0, 12_000)
+    unread = usage_row(session, 1, START + timedelta(minutes=1), 0, 300)
+    Request.objects.filter(pk=unread.pk).update(cache_read_tokens=None)
+    session_analyse(session_id=session.pk)
+    response = viewer_client.get(unread.get_absolute_url())
+    page = without_tags(response.content.decode())
+
+    assert re.search(r"Reported read\s*—", page)
+    assert response.context["verdict"].badge == "read not reported"
+    assert ">no miss</span>" not in response.content.decode()
+    assert BADGE_MEANINGS["no miss"] not in page

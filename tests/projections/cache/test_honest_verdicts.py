@@ -10,7 +10,7 @@ from projections.cache.analysis import Figures
 from projections.cache.miss_candidates import Level, miss_candidates
 from projections.cache.session_analysis import analyse_records
 from projections.cache.verdict import BADGE_MEANINGS, LABEL_MEANINGS, badge_for, label_meaning, verdict
-from projections.normalized import RequestRecord
+from projections.normalized import RequestRecord, Usage
 from tests.projections.cache.builders import SONNET, T0, anthropic_usage, body, conversation, record
 
 
@@ -115,3 +115,47 @@ def test_every_label_the_engine_gives_has_one_meaning() -> None:
     assert all(meanings)
     assert label_meaning("prefix-changed@messages:12") == LABEL_MEANINGS["prefix-changed"]
     assert label_meaning("no-such-label") == ""
+
+
+def test_a_request_whose_read_was_not_reported_never_shows_no_miss_or_a_cold_write() -> None:
+    assert badge_for(None, figures(None, 300, 11_000)) == "read not reported"
+    assert badge_for(None, figures(None, 15_000, 0)) == "read not reported"
+    assert badge_for(None, figures(None, None, None)) == "read not reported"
+
+
+def test_a_read_of_nothing_with_an_unreported_write_is_not_called_not_cached() -> None:
+    # "not cached" says nothing was written; a usage without a write field cannot show that.
+    assert badge_for(None, figures(0, None, None)) == "not predicted"
+    assert badge_for(None, figures(0, None, 0)) == "no miss"
+
+
+def deepseek_call(key: str, ordinal: int, seconds: float, read: int) -> RequestRecord:
+    return replace(
+        call(key, ordinal, seconds, read, 0),
+        provider="deepseek-official",
+        model="deepseek-chat",
+        usage=Usage(400, read, None, None, 90, "dsh"),
+    )
+
+
+def test_a_call_after_one_that_reported_no_write_is_not_predicted_and_claims_no_hit() -> None:
+    results = analyse_records([deepseek_call("d0", 0, 0, 0), deepseek_call("d1", 1, 30, 8_064)]).results
+
+    second = results[1]
+    said = verdict(second.data, has_body=False)
+    assert second.predicted_read is None
+    assert second.data["figures"]["predicted_read"] is None
+    assert second.data["read_from"] is None
+    assert said.badge == "not predicted"
+    assert said.meaning == BADGE_MEANINGS["not predicted"]
+    assert "unknown" in said.detail
+    assert not second.material
+
+
+def test_a_call_whose_read_was_not_reported_is_no_material_miss() -> None:
+    unread = replace(call("c1", 1, 30, 0, 300), usage=Usage(40, None, 300, 0, 10, "anthropic"))
+    result = analyse_records([call("c0", 0, 0, 0, 20_000), unread]).results[1]
+
+    assert result.predicted_read == 20_000
+    assert (result.label, result.material) == ("", False)
+    assert verdict(result.data, has_body=False).badge == "read not reported"

@@ -148,3 +148,38 @@ def test_openai_automatic_caching_carries_the_previous_prompt_in_128_token_steps
     assert predicted == [None, 3968, 4224]
     explicit = [openai_call(0, 296, 0, 8704), openai_call(1, 284, 8704, 512)]
     assert [p.read for p in predict_transcript(explicit)] == [None, 8704]
+
+
+def dsh_deepseek(read: int | None) -> Usage:
+    """A DeepSeek call as a dsh log reports it: uncached input and cache read, never a cache write."""
+    return Usage(400, read, None, None, 90, "dsh")
+
+
+def test_an_unreported_cache_write_leaves_the_carried_read_unknown_not_zero() -> None:
+    calls = [
+        TranscriptCall(T0 + timedelta(seconds=seconds), "deepseek-chat", dsh_deepseek(read), "main")
+        for seconds, read in ((0, 0), (30, 8064), (60, 8448))
+    ]
+    predictions = predict_transcript(calls)
+
+    assert [p.read for p in predictions] == [None, None, None]
+    assert [p.rule for p in predictions] == ["first-call", "carried", "carried"]
+    assert exact_share(calls, predictions) is None
+
+
+def test_an_unreported_cache_read_leaves_the_carried_read_unknown_not_zero() -> None:
+    unread = Usage(3, None, 12_000, 0, 10, "anthropic")
+    calls = [
+        call(0, 0, 9_000),
+        TranscriptCall(T0 + timedelta(minutes=1), SONNET, unread, "main"),
+        call(2, 12_000, 0),
+    ]
+
+    assert [p.read for p in predict_transcript(calls)] == [None, 9_000, None]
+
+
+def test_after_a_compaction_the_static_prefix_is_unknown_when_the_first_call_reported_no_read() -> None:
+    first = TranscriptCall(T0, "deepseek-chat", dsh_deepseek(None), "main")
+    after = TranscriptCall(T0 + timedelta(minutes=1), "deepseek-chat", dsh_deepseek(2_000), "main", True)
+
+    assert predict_transcript([first, after])[1].read is None
