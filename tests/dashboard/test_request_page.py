@@ -344,3 +344,17 @@ def test_a_request_whose_read_was_not_reported_does_not_say_it_read_what_was_pre
     assert response.context["verdict"].badge == "read not reported"
     assert ">no miss</span>" not in response.content.decode()
     assert BADGE_MEANINGS["no miss"] not in page
+
+
+@pytest.mark.django_db
+def test_the_markers_of_a_usage_only_previous_request_are_unknown_not_absent(viewer_client: Client) -> None:
+    session = Session.objects.create(
+        source=Source.objects.create(name="laptop"), external_id="cc", format="claude-code"
+    )
+    usage_row(session, 0, START, 0, 12_000)
+    second = usage_row(session, 1, START + timedelta(minutes=1), 12_000, 300)
+    session_analyse(session_id=session.pk)
+    page = viewer_client.get(second.get_absolute_url()).content.decode()
+
+    assert "The previous request's cache markers are unknown: only its usage was logged." in page
+    assert "carried no cache marker" not in page
