@@ -182,7 +182,7 @@ def _corpus_log(rng: random.Random, index: int, *, chunks: bool = True) -> DshLo
         tools=dsh_tools(rng),
         system_text=pools.system_prompt(rng, 20),
         cwd=f"/srv/agents/{index % 40}",
-        title=rng.choice(pools.TASKS)[:60],
+        title=pools.session_title(rng.choice(pools.TASKS)),
         chunks=chunks,
     )
 

@@ -136,7 +136,7 @@ def _write_dsh(root: Path, rng: random.Random, caches: dict[str, AnthropicCache]
             tools=dsh_tools(rng),
             system_text=pools.system_prompt(rng, 40),
             cwd=f"/srv/{spec.source}/work/{rng.choice(('ingest', 'api', 'docs'))}",
-            title=rng.choice(pools.TASKS)[:60],
+            title=pools.session_title(rng.choice(pools.TASKS)),
             parent=parent,
         )
         run_plan(DshRun(log), spec.plan, log.system_text, (SONNET, OPUS_41))

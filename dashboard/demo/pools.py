@@ -77,6 +77,20 @@ TASKS = (
 
 TOOL_NAMES = ("Bash", "Read", "Edit", "Grep", "Glob", "TodoWrite")
 
+TITLE_LIMIT = 60
+"""The longest session title the demo writes, ellipsis included."""
+
+
+def session_title(task: str, limit: int = TITLE_LIMIT) -> str:
+    """``task`` as a session title of at most ``limit`` characters: a longer one is cut at the last
+    word boundary that fits and ends in "…", so no title stops mid-word without saying it was cut."""
+    if len(task) <= limit:
+        return task
+    head = task[: limit - 1]
+    if task[limit - 1] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]  # the last word does not fit whole
+    return head.rstrip(" ,.;:") + "…"
+
 
 def paragraph(rng: random.Random, sentences: int) -> str:
     """``sentences`` sentences drawn from the pool, joined as one paragraph."""
