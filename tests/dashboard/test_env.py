@@ -55,6 +55,19 @@ def test_start_up_stops_on_a_bad_database_url_and_names_it(tmp_path: Path) -> No
     assert "DATABASE_URL has scheme 'mysql'" in result.stderr
 
 
+def _printed_with_settings(code: str, env: dict[str, str]) -> list[str]:
+    """The words ``code`` prints in a fresh interpreter started with the dashboard's settings and ``env``."""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env | {"DJANGO_SETTINGS_MODULE": "dashboard.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.split()
+
+
 def test_a_sqlite_database_url_gets_the_default_files_locking_options(tmp_path: Path) -> None:
     # Without IMMEDIATE, a worker on a DATABASE_URL'd SQLite file failed its ingest with "database is
     # locked" whenever its own lease heartbeat committed between the ingest's first read and write.
@@ -65,15 +78,7 @@ def test_a_sqlite_database_url_gets_the_default_files_locking_options(tmp_path: 
         "o = c.settings_dict['OPTIONS']; c.ensure_connection(); "
         "print(o['transaction_mode'], o['timeout'], c.cursor().execute('PRAGMA journal_mode').fetchone()[0])"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env | {"DJANGO_SETTINGS_MODULE": "dashboard.settings"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.split() == ["IMMEDIATE", "20", "wal"]
+    assert _printed_with_settings(code, env) == ["IMMEDIATE", "20", "wal"]
 
 
 def test_zero_configuration_runs_on_sqlite_with_in_process_tasks(tmp_path: Path) -> None:
@@ -83,13 +88,5 @@ def test_zero_configuration_runs_on_sqlite_with_in_process_tasks(tmp_path: Path)
         "import django; django.setup(); from django.conf import settings as s; "
         "print(s.DATABASES['default']['ENGINE'], s.CELERY_TASK_ALWAYS_EAGER)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env | {"DJANGO_SETTINGS_MODULE": "dashboard.settings"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]
+    assert _printed_with_settings(code, env) == ["django.db.backends.sqlite3", "True"]
     assert (tmp_path / "secret_key").exists()
