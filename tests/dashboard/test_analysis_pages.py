@@ -168,7 +168,9 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
 ) -> None:
     session = analysed_session(tmp_path)
     other_source = Source.objects.create(name="farm")
-    wasteful = Session.objects.create(source=other_source, external_id="wasteful", format="claude-code")
+    wasteful = Session.objects.create(
+        source=other_source, external_id="wasteful", format="claude-code", started_at=START
+    )
     # Writes 10,000 tokens, then the next call comes back after the 5-minute TTL: nothing is read.
     usage_row(wasteful, 0, START, 0, 10_000, uncached=0)
     usage_row(wasteful, 1, START + timedelta(minutes=20), 0, 10_000, uncached=0)

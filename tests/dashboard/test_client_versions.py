@@ -28,7 +28,7 @@ def fleet() -> None:
     }
     for name, (version, usages) in calls.items():
         session = Session.objects.create(
-            source=source, external_id=name, format="claude-code", client_version=version
+            source=source, external_id=name, format="claude-code", client_version=version, started_at=DAY
         )
         for ordinal, (uncached, read, write) in enumerate(usages):
             Request.objects.create(
