@@ -50,6 +50,9 @@ _LABEL_KEY = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 # Nullable sort columns sort their nulls as the lowest value, so a keyset can step over them.
 _NULL_AS: dict[str, Any] = {
     "hit_rate": Value(-1.0),
+    # Below a real 0: a session whose provider never reported the figure.
+    "cache_read_tokens": Value(-1),
+    "cache_write_tokens": Value(-1),
     "started_at": Value(datetime(1970, 1, 1, tzinfo=UTC)),
 }
 
@@ -130,7 +133,11 @@ class SessionFilters:
         if self.hit_max is not None:
             sessions = sessions.filter(hit_rate__lte=self.hit_max / 100)
         if self.min_tokens is not None:
-            prompt = F("uncached_input_tokens") + F("cache_read_tokens") + F("cache_write_tokens")
+            prompt = (
+                F("uncached_input_tokens")
+                + Coalesce(F("cache_read_tokens"), 0)
+                + Coalesce(F("cache_write_tokens"), 0)
+            )
             sessions = sessions.alias(prompt_tokens=prompt).filter(prompt_tokens__gte=self.min_tokens)
         return sessions.search(self.q)
 

@@ -74,8 +74,9 @@ class Session(models.Model):
     event_count = models.PositiveIntegerField(default=0)
     request_count = models.PositiveIntegerField(default=0)
     uncached_input_tokens = models.BigIntegerField(default=0)
-    cache_read_tokens = models.BigIntegerField(default=0)
-    cache_write_tokens = models.BigIntegerField(default=0)
+    # Null when no request reported the bucket (DeepSeek reports no cache writes): unknown, not 0.
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.BigIntegerField(null=True, blank=True)
     cache_write_1h_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     hit_rate = models.FloatField(null=True, blank=True, help_text="Null when no provider usage was reported.")
@@ -118,7 +119,7 @@ class Session(models.Model):
 
     @property
     def prompt_tokens(self) -> int:
-        return self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return self.uncached_input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
 
     @property
     def models_list(self) -> list[str]:

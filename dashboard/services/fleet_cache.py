@@ -87,9 +87,11 @@ def top_wasted_writes(window: TimeWindow | None = None) -> list[dict[str, Any]]:
     The waste of a session needs its requests in order, so it is computed for the sessions that
     wrote the most (the only ones that can waste much) and ranked among those.
     """
+    # A session that wrote nothing, or whose provider never said, has no waste to rank.
     candidates = list(
         active_sessions(window)
         .select_related("source", "analysis")
+        .filter(cache_write_tokens__gt=0)
         .order_by("-cache_write_tokens", "id")[:WASTE_CANDIDATES]
     )
     costs = sessions_cost(keys={session.pk: inputs_key_of(session) for session in candidates})

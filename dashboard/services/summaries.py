@@ -93,16 +93,17 @@ def session_refresh_summary(
     )
     session.request_count = usage["requests"]
     session.uncached_input_tokens = usage["uncached"] or 0
-    session.cache_read_tokens = usage["read"] or 0
+    # The sums are null when no request reported the bucket: the pages show that as unknown, and
+    # the hit rate tells it from 0.
+    session.cache_read_tokens = usage["read"]
     session.cache_write_1h_tokens = usage["write_1h"] or 0
-    session.cache_write_tokens = (usage["write_5m"] or 0) + session.cache_write_1h_tokens
-    session.output_tokens = usage["output"] or 0
-    # The sums are null when no request reported the bucket, which the hit rate tells from 0.
     writes_reported = usage["write_5m"] is not None or usage["write_1h"] is not None
+    session.cache_write_tokens = (
+        (usage["write_5m"] or 0) + session.cache_write_1h_tokens if writes_reported else None
+    )
+    session.output_tokens = usage["output"] or 0
     session.hit_rate = hit_rate(
-        read=usage["read"],
-        uncached=usage["uncached"],
-        writes=session.cache_write_tokens if writes_reported else None,
+        read=usage["read"], uncached=usage["uncached"], writes=session.cache_write_tokens
     )
     session.event_count = events["count"]
     session.models_used = ",".join(models)[:500]

@@ -35,6 +35,15 @@ def tokens(value: int | None) -> str:
     return str(n)
 
 
+UNREPORTED_TITLE = "not reported: the provider gave no such figure for any request behind it"
+
+
+@register.filter
+def tokens_title(value: int | None) -> str:
+    """The exact count for a figure's title, or why it shows "—" (an unknown, never a 0)."""
+    return UNREPORTED_TITLE if value is None else str(value)
+
+
 @register.filter
 def usd(value: Any) -> str:
     """A cost: whole cents from a dollar up, three significant figures below, 0 as $0, none as —."""

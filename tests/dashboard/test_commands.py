@@ -79,3 +79,17 @@ def test_report_gives_one_object_per_session(dsh_log: Path) -> None:
     # Two assistant replies with usage: 10 + 20 uncached, 0 + 1000 read, 1000 + 1000 written, 5 + 10 output.
     assert (row["requests"], row["input_tokens"], row["cache_read_tokens"]) == (2, 30, 1000)
     assert (row["cache_creation_tokens"], row["output_tokens"]) == (2000, 15)
+
+
+def test_report_shows_a_cache_sum_no_request_reported_as_unknown() -> None:
+    from dashboard.models import Request, Session, Source
+    from dashboard.services.summaries import session_refresh_summary
+
+    farm = Source.objects.create(name="farm")
+    session = Session.objects.create(source=farm, external_id="ds", format="dsh")
+    Request.objects.create(session=session, ordinal=0, key="r0", uncached_input_tokens=100, output_tokens=5)
+    session_refresh_summary(session)
+
+    out, _ = run("report", "--by", "session")
+
+    assert out.splitlines()[1].split() == ["ds", "1", "100", "5", "—", "—"]

@@ -37,8 +37,9 @@ def test_every_demo_session_lands_with_the_figures_its_manifest_states(demo: Dem
         assert session.request_count == expected.requests, expected.external_id
         usage = expected.usage
         assert session.uncached_input_tokens == (usage.uncached_input or 0), expected.external_id
-        assert session.cache_read_tokens == (usage.cache_read or 0), expected.external_id
-        assert session.cache_write_tokens == (usage.cache_write or 0), expected.external_id
+        # Unknown where the provider reported no such figure, as the manifest states it.
+        assert session.cache_read_tokens == usage.cache_read, expected.external_id
+        assert session.cache_write_tokens == usage.cache_write, expected.external_id
         assert session.output_tokens == (usage.output or 0), expected.external_id
         if expected.events is not None:
             assert session.event_count == expected.events, expected.external_id

@@ -119,3 +119,31 @@ def test_a_test_clock_dates_no_session_and_a_late_header_does_not_start_it_after
     late_session = Session.objects.get(external_id="late-header")
     assert late_session.started_at == datetime.fromtimestamp(BASE_MS / 1000, tz=UTC)
     assert late_session.started_at <= late_session.last_activity
+
+
+@pytest.mark.parametrize("new", [True, False], ids=["ingest sums", "read back"])
+def test_a_cache_sum_no_request_reported_is_stored_as_unknown_and_a_reported_0_as_0(new: bool) -> None:
+    source = Source.objects.create(name="farm")
+    figures = {}
+    for name, (read, write_5m, write_1h) in {
+        "deepseek": (None, None, None),
+        "openai": (300, None, None),
+        "zeros": (0, 0, None),
+    }.items():
+        session = Session.objects.create(source=source, external_id=name, format="dsh")
+        row = Request.objects.create(
+            session=session,
+            ordinal=0,
+            key=name,
+            uncached_input_tokens=100,
+            cache_read_tokens=read,
+            cache_write_5m_tokens=write_5m,
+            cache_write_1h_tokens=write_1h,
+        )
+        sums = RequestSums()
+        sums.add(row)
+        session_refresh_summary(session, events_added=0, new_requests=sums if new else None)
+        session.refresh_from_db()
+        figures[name] = (session.cache_read_tokens, session.cache_write_tokens, session.prompt_tokens)
+
+    assert figures == {"deepseek": (None, None, 100), "openai": (300, None, 400), "zeros": (0, 0, 100)}

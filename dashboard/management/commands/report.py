@@ -30,6 +30,11 @@ class Command(BaseCommand):
         for row in rows:
             self.stdout.write(
                 f"{row['session_id'][:40]:40} {row['requests']:>8} {row['input_tokens']:>10} "
-                f"{row['output_tokens']:>10} {row['cache_creation_tokens']:>10} "
-                f"{row['cache_read_tokens']:>12}"
+                f"{row['output_tokens']:>10} {_figure(row['cache_creation_tokens']):>10} "
+                f"{_figure(row['cache_read_tokens']):>12}"
             )
+
+
+def _figure(value: int | None) -> str:
+    """A sum, or "—" where no request reported it: unknown, not 0."""
+    return "—" if value is None else str(value)

@@ -1,0 +1,243 @@
+"""A cache read or cache write figure no request behind it reported is unknown: the session pages
+show it as "—" with a title that says so, the exports as null; a reported 0 stays 0.
+
+DeepSeek logs report neither reads nor writes, OpenAI ones reads but no writes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.listing import PAGE_SIZE
+from dashboard.models import Request, Session, Source
+from dashboard.services.rollups import rollups_rebuild
+from dashboard.services.summaries import session_refresh_summary
+from dashboard.templatetags.cachescope import UNREPORTED_TITLE
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 3, 4, 15, 0, tzinfo=UTC)
+UNREPORTED = (1_000, None, None, None)
+"""(uncached, read, write 5m, write 1h): a DeepSeek request as its logs give it."""
+READS_ONLY = (700, 300, None, None)
+"""An OpenAI request: cached tokens, but no write figure."""
+ZEROS = (1_000, 0, 0, 0)
+"""A request that reported reading and writing nothing."""
+
+
+def stored_session(
+    name: str, *usages: tuple[int, int | None, int | None, int | None], source: str = "farm"
+) -> Session:
+    """A session with one request per usage, a minute apart, its summary and the rollups refreshed."""
+    session = Session.objects.create(
+        source=Source.objects.get_or_create(name=source)[0], external_id=name, format="dsh", started_at=T0
+    )
+    for ordinal, (uncached, read, write_5m, write_1h) in enumerate(usages):
+        Request.objects.create(
+            session=session,
+            ordinal=ordinal,
+            key=f"{name}-{ordinal}",
+            provider="deepseek",
+            model="deepseek-chat",
+            started_at=T0 + timedelta(minutes=ordinal),
+            uncached_input_tokens=uncached,
+            cache_read_tokens=read,
+            cache_write_5m_tokens=write_5m,
+            cache_write_1h_tokens=write_1h,
+            output_tokens=10,
+        )
+    session_refresh_summary(session)
+    rollups_rebuild()
+    return session
+
+
+def figure(html: str, label: str) -> tuple[str, str]:
+    """The (title, text) of the figure ``label`` in the page's first figures panel."""
+    match = re.search(rf'{label}</span><span class="value"(?: title="([^"]*)")?>([^<]*)</span>', html)
+    assert match is not None, label
+    return match.group(1) or "", match.group(2)
+
+
+def session_page(client: Client, session: Session) -> str:
+    response = client.get(session.get_absolute_url())
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_session_whose_requests_report_no_cache_figure_shows_read_and_write_as_unknown(
+    viewer_client: Client,
+) -> None:
+    session = stored_session("deepseek", UNREPORTED, UNREPORTED)
+
+    html = session_page(viewer_client, session)
+
+    assert figure(html, "Cache read") == (UNREPORTED_TITLE, "—")
+    assert figure(html, "Cache write") == (UNREPORTED_TITLE, "—")
+    assert figure(html, "Uncached input")[1] == "2k"
+
+
+def test_a_session_without_reported_writes_shows_its_wasted_and_rewritten_writes_as_unknown(
+    viewer_client: Client,
+) -> None:
+    session = stored_session("openai", READS_ONLY, READS_ONLY)
+
+    html = session_page(viewer_client, session)
+
+    assert figure(html, "Cache read") == ("600", "600")
+    assert figure(html, "Cache write") == (UNREPORTED_TITLE, "—")
+    assert re.search(r'Wasted cache writes</a></span><span class="value" title="[^"]*">—</span>', html)
+    assert re.search(r'Re-written</a></span><span class="value" title="[^"]*">—</span>', html)
+    assert "· $0" not in html
+
+
+def test_a_session_that_reported_reading_and_writing_nothing_shows_0(viewer_client: Client) -> None:
+    session = stored_session("zeros", ZEROS, ZEROS)
+
+    html = session_page(viewer_client, session)
+
+    assert figure(html, "Cache read") == ("0", "0")
+    assert figure(html, "Cache write") == ("0", "0")
+    assert re.search(r'Wasted cache writes</a></span><span class="value" title="0 [^"]*">0 · ', html)
+
+
+def test_a_session_whose_requests_report_a_bucket_only_sometimes_shows_what_they_reported(
+    viewer_client: Client,
+) -> None:
+    session = stored_session("mixed", UNREPORTED, (100, 250, None, 40))
+
+    html = session_page(viewer_client, session)
+
+    assert figure(html, "Cache read")[1] == "250"
+    assert figure(html, "Cache write")[1] == "40"
+
+
+def list_cells(client: Client, **params: str) -> dict[str, tuple[str, str]]:
+    """Each listed session's (Write, Read) cells, by title."""
+    response = client.get(reverse("dashboard:sessions"), params)
+    assert response.status_code == 200
+    cells = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", response.content.decode(), flags=re.S):
+        name = re.search(r'<a href="/sessions/\d+/">([^<]*)</a>', row)
+        if name is None:
+            continue
+        numbers = re.findall(r'<td class="num"(?: title="[^"]*")?>([^<]*)</td>', row)
+        cells[name.group(1)] = (numbers[3], numbers[4])  # events, requests, uncached, write, read
+    return cells
+
+
+def test_the_sessions_list_shows_an_unreported_read_or_write_as_unknown_and_a_reported_0_as_0(
+    viewer_client: Client,
+) -> None:
+    stored_session("deepseek", UNREPORTED)
+    stored_session("openai", READS_ONLY)
+    stored_session("zeros", ZEROS)
+
+    cells = list_cells(viewer_client)
+
+    assert cells == {"deepseek": ("—", "—"), "openai": ("—", "300"), "zeros": ("0", "0")}
+    html = viewer_client.get(reverse("dashboard:sessions")).content.decode()
+    assert html.count(f'title="{UNREPORTED_TITLE}"') == 3
+
+
+def test_sorting_the_list_by_read_puts_an_unreported_read_below_a_reported_0_and_pages_past_them(
+    viewer_client: Client,
+) -> None:
+    stored_session("zeros", ZEROS)
+    stored_session("openai", READS_ONLY)
+    for n in range(PAGE_SIZE):
+        stored_session(f"deepseek-{n:02}", UNREPORTED)
+
+    ascending = viewer_client.get(reverse("dashboard:sessions"), {"sort": "read"}).context["page"]
+    assert all(row.cache_read_tokens is None for row in ascending.rows)
+    second = viewer_client.get(
+        reverse("dashboard:sessions"), {"sort": "read", "after": ascending.next_cursor}
+    )
+    assert [row.external_id for row in second.context["page"].rows] == ["zeros", "openai"]
+    descending = viewer_client.get(reverse("dashboard:sessions"), {"sort": "-read"}).context["page"]
+    assert [row.external_id for row in descending.rows[:3]] == ["openai", "zeros", "deepseek-49"]
+    by_write = viewer_client.get(reverse("dashboard:sessions"), {"sort": "-write"}).context["page"]
+    assert by_write.rows[0].external_id == "zeros"
+
+
+def test_the_prompt_tokens_filter_counts_a_session_whose_cache_figures_are_unknown(
+    viewer_client: Client,
+) -> None:
+    stored_session("deepseek", UNREPORTED)
+
+    assert list_cells(viewer_client, min_tokens="1000").keys() == {"deepseek"}
+    assert list_cells(viewer_client, min_tokens="1001") == {}
+
+
+def test_the_exports_say_null_where_the_list_shows_unknown(viewer_client: Client) -> None:
+    stored_session("deepseek", UNREPORTED)
+    stored_session("openai", READS_ONLY)
+    stored_session("zeros", ZEROS)
+
+    response = viewer_client.get(reverse("dashboard:sessions_export", args=["json"]))
+    rows = {row["session_id"]: row for row in json.loads(b"".join(response.streaming_content))}
+    figures = {name: (row["cache_creation_tokens"], row["cache_read_tokens"]) for name, row in rows.items()}
+    assert figures == {"deepseek": (None, None), "openai": (None, 300), "zeros": (0, 0)}
+    response = viewer_client.get(reverse("dashboard:sessions_export", args=["csv"]))
+    table = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    cells = {row["session_id"]: (row["cache_creation_tokens"], row["cache_read_tokens"]) for row in table}
+    assert cells == {"deepseek": ("", ""), "openai": ("", "300"), "zeros": ("0", "0")}
+
+
+BEFORE = [("dashboard", "0031_ingest_job_duplicates_apart")]
+AFTER = [("dashboard", "0032_session_cache_figures_unreported")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_nulls_the_stored_sums_no_request_reported_and_keeps_reported_zeros() -> None:
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    apps = executor.loader.project_state(BEFORE).apps
+    source = apps.get_model("dashboard", "Source").objects.create(name="farm")
+    sessions = {}
+    model = apps.get_model("dashboard", "Session")
+    request = apps.get_model("dashboard", "Request")
+    for name, usage in (("deepseek", UNREPORTED), ("openai", READS_ONLY), ("zeros", ZEROS), ("empty", None)):
+        sessions[name] = model.objects.create(
+            source=source, external_id=name, format="dsh", cache_read_tokens=0, cache_write_tokens=0
+        )
+        if usage is not None:
+            uncached, read, write_5m, write_1h = usage
+            request.objects.create(
+                session=sessions[name],
+                ordinal=0,
+                key=name,
+                started_at=T0,
+                uncached_input_tokens=uncached,
+                cache_read_tokens=read,
+                cache_write_5m_tokens=write_5m,
+                cache_write_1h_tokens=write_1h,
+            )
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(AFTER)
+    apps = executor.loader.project_state(AFTER).apps
+    stored = apps.get_model("dashboard", "Session").objects.values_list(
+        "external_id", "cache_read_tokens", "cache_write_tokens"
+    )
+    assert sorted(stored) == [
+        ("deepseek", None, None),
+        ("empty", None, None),
+        ("openai", 0, None),
+        ("zeros", 0, 0),
+    ]
+    with connection.cursor() as cursor:
+        indexes = {index for index in connection.introspection.get_constraints(cursor, "dashboard_session")}
+    assert {"session_sort_read", "session_sort_write", "session_sort_hit_rate"} <= indexes
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
