@@ -34,6 +34,13 @@ class UsageRollup(models.Model):
     cache_reported = models.PositiveIntegerField(
         default=0, help_text="Requests that reported a cache read or write figure (the hit rate needs one)."
     )
+    read_reported = models.PositiveIntegerField(
+        default=0, help_text="Requests that reported a cache read figure; with none, the read sum is unknown."
+    )
+    write_reported = models.PositiveIntegerField(
+        default=0,
+        help_text="Requests that reported a cache write figure; with none, the write sum is unknown.",
+    )
     uncached_input_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)
     cache_write_5m_tokens = models.BigIntegerField(default=0)

@@ -40,7 +40,8 @@ class ClientVersionRow:
 
 @dataclass(slots=True)
 class Usage:
-    """Token sums of some requests; ``cache_reported`` counts those that reported a cache figure."""
+    """Token sums of some requests; ``cache_reported`` counts those that reported a cache figure,
+    ``read_reported`` and ``write_reported`` those that reported a read, a write."""
 
     requests: int = 0
     cache_reported: int = 0
@@ -49,6 +50,8 @@ class Usage:
     write_5m: int = 0
     write_1h: int = 0
     output: int = 0
+    read_reported: int = 0
+    write_reported: int = 0
 
     def add(self, other: Usage) -> None:
         self.requests += other.requests
@@ -58,10 +61,22 @@ class Usage:
         self.write_5m += other.write_5m
         self.write_1h += other.write_1h
         self.output += other.output
+        self.read_reported += other.read_reported
+        self.write_reported += other.write_reported
 
     @property
     def write(self) -> int:
         return self.write_5m + self.write_1h
+
+    @property
+    def reported_read(self) -> int | None:
+        """The cache reads, or ``None`` when no request reported one: unknown, not 0."""
+        return self.read if self.read_reported else None
+
+    @property
+    def reported_write(self) -> int | None:
+        """The cache writes, or ``None`` when no request reported one: unknown, not 0."""
+        return self.write if self.write_reported else None
 
     @property
     def prompt(self) -> int:
@@ -131,7 +146,10 @@ ROLLUP_SUMS = {
     "write_5m_sum": Sum("cache_write_5m_tokens"),
     "write_1h_sum": Sum("cache_write_1h_tokens"),
     "output_sum": Sum("output_tokens"),
+    "read_reported_sum": Sum("read_reported"),
+    "write_reported_sum": Sum("write_reported"),
 }
+"""In the order of :class:`Usage`'s fields."""
 
 
 def _usage(row: dict[str, Any]) -> Usage:

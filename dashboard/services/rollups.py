@@ -37,18 +37,18 @@ TOKEN_FIELDS = (
     "cache_write_1h_tokens",
     "output_tokens",
 )
-_REPORTED = (
-    Q(cache_read_tokens__isnull=False)
-    | Q(cache_write_5m_tokens__isnull=False)
-    | Q(cache_write_1h_tokens__isnull=False)
-)
+_READ_REPORTED = Q(cache_read_tokens__isnull=False)
+_WRITE_REPORTED = Q(cache_write_5m_tokens__isnull=False) | Q(cache_write_1h_tokens__isnull=False)
+REPORTED_COUNTS = ("cache_reported", "read_reported", "write_reported")
 REQUEST_SUMS = {
     "requests": Count("id"),
-    "cache_reported": Count("id", filter=_REPORTED),
+    "cache_reported": Count("id", filter=_READ_REPORTED | _WRITE_REPORTED),
+    "read_reported": Count("id", filter=_READ_REPORTED),
+    "write_reported": Count("id", filter=_WRITE_REPORTED),
     **{name: Coalesce(Sum(name), 0) for name in TOKEN_FIELDS},
 }
-"""One bucket's figures over its requests; an unreported figure adds 0, ``cache_reported`` keeps
-whether any request reported a cache figure at all."""
+"""One bucket's figures over its requests; an unreported figure adds 0, and the ``*_reported``
+counts keep whether any request reported a cache figure at all, a read, a write."""
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -137,8 +137,7 @@ def _hour_rows(requests: QuerySet[Request]) -> list[UsageRollup]:
             model=row["model"],
             client_version=row["client_version"],
             requests=row["requests"],
-            cache_reported=row["cache_reported"],
-            **{name: row[name] for name in TOKEN_FIELDS},
+            **{name: row[name] for name in (*REPORTED_COUNTS, *TOKEN_FIELDS)},
         )
         for row in rows
     ]
@@ -158,8 +157,7 @@ def _day_rows(hours: Iterable[UsageRollup]) -> list[UsageRollup]:
                 client_version=key[3],
             )
         day.requests += hour.requests
-        day.cache_reported += hour.cache_reported
-        for name in TOKEN_FIELDS:
+        for name in (*REPORTED_COUNTS, *TOKEN_FIELDS):
             setattr(day, name, getattr(day, name) + getattr(hour, name))
     return list(days.values())
 

@@ -36,7 +36,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     totals: dict[str, object] = dict.fromkeys(
         ("sessions", "events", "requests", "uncached", "read", "write", "output"), 0
     )
-    totals.update(hit_rate=None, cost=usd(None))
+    # With no request in range, none reported a cache figure: unknown, as the hit rate is.
+    totals.update(hit_rate=None, read=None, write=None, cost=usd(None))
     sources = []
     active = active_sessions_count(window) if window is not None else None
     if usage is not None and active is not None:
@@ -46,8 +47,8 @@ def overview(request: HttpRequest) -> HttpResponse:
             events=active.events,
             requests=usage.total.requests,
             uncached=usage.total.uncached,
-            read=usage.total.read,
-            write=usage.total.write,
+            read=usage.total.reported_read,
+            write=usage.total.reported_write,
             output=usage.total.output,
             hit_rate=usage.total.hit_rate,
             cost=usd(cost),

@@ -1,5 +1,5 @@
-"""A cache read or cache write figure no request behind it reported is unknown: the session pages
-show it as "—" with a title that says so, the exports as null; a reported 0 stays 0.
+"""A cache read or cache write figure no request behind it reported is unknown: every page shows it
+as "—" with a title that says so, the exports as null; a reported 0 stays 0.
 
 DeepSeek logs report neither reads nor writes, OpenAI ones reads but no writes.
 """
@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.listing import PAGE_SIZE
-from dashboard.models import Request, Session, Source
+from dashboard.models import Request, Session, Source, UsageRollup
 from dashboard.services.rollups import rollups_rebuild
 from dashboard.services.summaries import session_refresh_summary
 from dashboard.templatetags.cachescope import UNREPORTED_TITLE
@@ -193,8 +193,64 @@ def test_the_exports_say_null_where_the_list_shows_unknown(viewer_client: Client
     assert cells == {"deepseek": ("", ""), "openai": ("", "300"), "zeros": ("0", "0")}
 
 
+def overview_html(client: Client) -> str:
+    response = client.get(reverse("dashboard:overview"), {"range": "24h"})
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_overview_shows_a_ranges_read_and_write_as_unknown_when_no_request_reported_them(
+    viewer_client: Client,
+) -> None:
+    stored_session("deepseek", UNREPORTED)
+
+    html = overview_html(viewer_client)
+
+    assert figure(html, "Cache read") == (UNREPORTED_TITLE, "—")
+    assert figure(html, "Cache write") == (UNREPORTED_TITLE, "—")
+    source_row = re.search(r"<td class=\"num\">1</td>\s*<td class=\"num\">1</td>(.*?)</tr>", html, flags=re.S)
+    assert source_row is not None
+    assert source_row.group(1).count(f'title="{UNREPORTED_TITLE}">—</td>') == 2  # cache write, cache read
+
+
+def test_the_overview_shows_the_reported_read_beside_an_unknown_write(viewer_client: Client) -> None:
+    stored_session("deepseek", UNREPORTED)
+    stored_session("openai", READS_ONLY)
+
+    html = overview_html(viewer_client)
+
+    assert figure(html, "Cache read") == ("300", "300")
+    assert figure(html, "Cache write") == (UNREPORTED_TITLE, "—")
+
+
+def test_the_overview_shows_a_reported_0_as_0(viewer_client: Client) -> None:
+    stored_session("zeros", ZEROS)
+
+    html = overview_html(viewer_client)
+
+    assert figure(html, "Cache read") == ("0", "0")
+    assert figure(html, "Cache write") == ("0", "0")
+
+
+def test_each_rollup_counts_the_requests_that_reported_a_read_and_a_write() -> None:
+    stored_session("deepseek", UNREPORTED)
+    stored_session("openai", READS_ONLY, (10, 5, 0, None), source="other")
+
+    counts = {
+        (row.source.name, row.granularity): (row.cache_reported, row.read_reported, row.write_reported)
+        for row in UsageRollup.objects.select_related("source")
+    }
+
+    assert counts == {
+        ("farm", "hour"): (0, 0, 0),
+        ("farm", "day"): (0, 0, 0),
+        ("other", "hour"): (2, 2, 1),
+        ("other", "day"): (2, 2, 1),
+    }
+
+
 BEFORE = [("dashboard", "0031_ingest_job_duplicates_apart")]
-AFTER = [("dashboard", "0032_session_cache_figures_unreported")]
+AFTER = [("dashboard", "0033_rollup_read_write_reported")]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -222,6 +278,9 @@ def test_the_migration_nulls_the_stored_sums_no_request_reported_and_keeps_repor
                 cache_write_5m_tokens=write_5m,
                 cache_write_1h_tokens=write_1h,
             )
+    apps.get_model("dashboard", "UsageRollup").objects.create(
+        granularity="hour", bucket_start=T0, source=source, model="", requests=3, cache_reported=2
+    )
 
     executor = MigrationExecutor(connection)
     executor.migrate(AFTER)
@@ -235,6 +294,8 @@ def test_the_migration_nulls_the_stored_sums_no_request_reported_and_keeps_repor
         ("openai", 0, None),
         ("zeros", 0, 0),
     ]
+    rollup = apps.get_model("dashboard", "UsageRollup").objects.get()
+    assert (rollup.read_reported, rollup.write_reported) == (2, 1)
     with connection.cursor() as cursor:
         indexes = {index for index in connection.introspection.get_constraints(cursor, "dashboard_session")}
     assert {"session_sort_read", "session_sort_write", "session_sort_hit_rate"} <= indexes
