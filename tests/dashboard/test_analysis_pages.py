@@ -168,8 +168,13 @@ def test_the_overview_splits_the_fleet_by_source_and_lists_waste_misses_and_warn
 ) -> None:
     session = analysed_session(tmp_path)
     other_source = Source.objects.create(name="farm")
+    # With the start and the write sum an ingest's summary would give it.
     wasteful = Session.objects.create(
-        source=other_source, external_id="wasteful", format="claude-code", started_at=START
+        source=other_source,
+        external_id="wasteful",
+        format="claude-code",
+        started_at=START,
+        cache_write_tokens=20_000,
     )
     # Writes 10,000 tokens, then the next call comes back after the 5-minute TTL: nothing is read.
     usage_row(wasteful, 0, START, 0, 10_000, uncached=0)
