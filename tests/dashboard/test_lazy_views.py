@@ -1,0 +1,69 @@
+"""The URLconf names its views without importing them, and a request still reaches the real view."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import resolve
+
+from dashboard.lazy_views import LazyView
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_system_checks_import_no_view_and_no_reader(tmp_path: Path) -> None:
+    # What `manage.py check` loads: the settings, the apps, the URLconf, the template tags.
+    code = (
+        "import sys, django; django.setup();"
+        "from django.core import management; management.call_command('check');"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('dashboard.views.sessions', "
+        "'dashboard.views.overview', 'dashboard.views.requests', 'dashboard.api', 'projections.formats', "
+        "'projections.cache.analysis', 'projections.cache.providers', 'plotly')))))"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "dashboard.settings", "CACHESCOPE_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    loaded = result.stdout.splitlines()[-1].split()  # the line after the check's own report
+    assert result.stdout.startswith("System check identified no issues")
+    assert loaded == []
+
+
+def test_a_lazy_view_imports_its_view_on_the_first_call_only() -> None:
+    view = LazyView("dashboard.views.favicon.favicon")
+    assert view.__module__ == "dashboard.views.favicon"
+    assert view.__qualname__ == "favicon"
+    assert "view" not in view.__dict__
+    from dashboard.views.favicon import favicon
+
+    assert view.view is favicon
+
+
+def test_a_lazy_view_names_a_missing_view_when_it_is_first_used() -> None:
+    view = LazyView("dashboard.views.favicon.no_such_view")
+    with pytest.raises(ImportError, match="no_such_view"):
+        view.view
+
+
+def test_middleware_reads_the_real_views_flags_through_the_stand_in() -> None:
+    logs = resolve("/v1/logs").func
+    assert isinstance(logs, LazyView)
+    assert logs.csrf_exempt is True
+    assert logs.login_required is False
+    assert not hasattr(resolve("/sessions/").func, "login_required")
+
+
+@pytest.mark.django_db
+def test_an_exempt_view_answers_without_a_session_and_a_page_still_asks_for_one() -> None:
+    client = Client(enforce_csrf_checks=True)
+    icon = client.get("/favicon.ico")
+    icon.close()  # a file response: closing it closes the file
+    assert icon.status_code == 200
+    page = client.get("/sessions/")
+    assert page.status_code == 302
+    assert page["Location"].startswith("/accounts/login/")
