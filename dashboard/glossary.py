@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.utils.text import slugify
 
-from projections.cache.providers import MATERIAL_SHARE, MATERIAL_TOKENS
+from projections.cache.materiality import MATERIAL_SHARE, MATERIAL_TOKENS
 
 
 @dataclass(frozen=True)

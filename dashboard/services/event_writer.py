@@ -17,8 +17,8 @@ import orjson
 from django.db import connection
 
 from dashboard.models import Event
-from projections.formats.times import WALL_CLOCK_FROM
 from projections.normalized import EventRecord
+from projections.wall_clock import WALL_CLOCK_FROM
 
 _COLUMNS = ("session_id", "seq", "type", "time", "data", "surface_op", "source_event_seqs", "ignorable")
 

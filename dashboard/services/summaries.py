@@ -8,8 +8,8 @@ from datetime import datetime
 from django.db.models import Count, Max, Min, Q, Sum
 
 from dashboard.models import Event, Request, Session
-from projections.formats.times import WALL_CLOCK_FROM, is_wall_clock
 from projections.hit_rate import hit_rate
+from projections.wall_clock import WALL_CLOCK_FROM, is_wall_clock
 
 
 @dataclass

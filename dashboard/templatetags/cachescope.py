@@ -18,7 +18,7 @@ from dashboard.glossary import term_named
 from dashboard.percent import percent_text
 from dashboard.roles import has_role
 from dashboard.services.costs import usd as usd_text
-from projections.formats.times import is_wall_clock
+from projections.wall_clock import is_wall_clock
 
 register = template.Library()
 

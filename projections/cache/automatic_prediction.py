@@ -9,6 +9,7 @@ exactly there; DeepSeek reads only a whole persisted prefix unit. All three shar
 from __future__ import annotations
 
 from projections.cache.diff import shared_prefix_length
+from projections.cache.materiality import is_material
 from projections.cache.providers import (
     CacheEntry,
     CacheFacts,
@@ -16,7 +17,6 @@ from projections.cache.providers import (
     CallInput,
     Prediction,
     entry_usable,
-    is_material,
     material_reprocessing,
     openai_cached_tokens,
     seconds,

@@ -16,6 +16,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from projections.cache.diff import shared_prefix_length
+from projections.cache.materiality import is_material
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache_mechanics import MECHANICS, Scheme
 from projections.provider_rules import ModelRule, model_rule
@@ -25,10 +26,6 @@ Family = Literal["anthropic", "openai", "deepseek", "gemini"]
 TTL_SECONDS = {**MECHANICS["anthropic-breakpoints"].lifetimes, **MECHANICS["openai-breakpoints"].lifetimes}
 """Lifetime of a breakpoint's entry by the ttl it names: Anthropic's ``5m`` and ``1h``, refreshed by
 every read (prompt caching docs, "Cache lifetime"), and OpenAI's ``30m`` and ``12h``."""
-
-MATERIAL_SHARE = 0.05
-MATERIAL_TOKENS = 2_000
-"""A miss is material when more than 5 % and at least 2,000 tokens were re-processed (DESIGN §7)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +159,6 @@ class Prediction:
     def write(self) -> int:
         """Both write buckets together."""
         return self.write_5m + self.write_1h
-
-
-def is_material(reprocessed: int, prompt_total: int) -> bool:
-    """More than 5 % of the prompt and at least 2,000 tokens re-processed."""
-    return reprocessed >= MATERIAL_TOKENS and reprocessed > MATERIAL_SHARE * prompt_total
 
 
 def unexplained_label(call: CallInput, read: int) -> tuple[str | None, str]:

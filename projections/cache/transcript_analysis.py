@@ -18,8 +18,8 @@ from projections.cache.cross_session import (
     read_from_json,
     transcript_writes,
 )
+from projections.cache.materiality import is_material
 from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
-from projections.cache.providers import is_material
 from projections.cache.results import Finding, RequestResult, finding_of, rewritten_tokens
 from projections.cache.transcript import (
     FIVE_MINUTES,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from projections.cache.client_records import ReceiptMismatch
+from projections.cache.materiality import is_material
 from projections.cache.miss_candidates import Candidate
-from projections.cache.providers import is_material
 from projections.provider_diagnosis import ProviderDiagnosis, disagreement
 
 WarningKind = Literal[

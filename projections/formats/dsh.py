@@ -15,8 +15,9 @@ from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh_calls import DshCalls
 from projections.formats.limits import MAX_EVENT_TYPE, MAX_SEQ, MAX_SOURCE_SEQS
 from projections.formats.lines import LogLines
-from projections.formats.times import is_wall_clock, parse_time
+from projections.formats.times import parse_time
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
+from projections.wall_clock import is_wall_clock
 
 FORMAT = "dsh"
 SUPPORTED_VERSIONS = (0, 3, 4)

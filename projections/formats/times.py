@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import TypeGuard
 
 from projections.formats.limits import check_time
 from projections.normalized import JSON
 
 # Epoch values above this are milliseconds; below, seconds (year 33658 in seconds, 1970+ in ms).
 _MILLISECONDS_FROM = 10**12
-
-
-WALL_CLOCK_FROM = datetime(2000, 1, 1, tzinfo=UTC)
-"""Instants before this come from a test clock counting up from the epoch (the harness's snapshots
-write ``createdAt: 0`` and events at 0 ms, 1 ms, ...), never from an agent's wall clock: such an
-instant is kept on its event, as the log wrote it, but dates no session."""
-
-
-def is_wall_clock(moment: datetime | None) -> TypeGuard[datetime]:
-    """Whether ``moment`` may date a session (see :data:`WALL_CLOCK_FROM`)."""
-    return moment is not None and moment >= WALL_CLOCK_FROM
 
 
 def epoch_ms(value: int | float) -> datetime:
