@@ -304,20 +304,3 @@ def sessions_cost_map(*, session_ids: Sequence[int]) -> dict[int, Decimal]:
         .order_by()
     )
     return _grouped_costs("session_id", rows, prices_load())
-
-
-def usd(value: Decimal | float | None) -> str:
-    """A cost for display: whole cents from a dollar up, three significant figures below it (two
-    below a tenth of a cent), always as a plain decimal: a fraction of a cent reads $0.000081, never
-    in scientific notation."""
-    if value is None:
-        return "—"
-    amount = value if isinstance(value, Decimal) else Decimal(str(value))
-    if amount == 0:
-        return "$0"
-    if abs(amount) >= 1:
-        return f"${amount:,.2f}"
-    figures = 3 if abs(amount) >= Decimal("0.001") else 2
-    rounded = amount.quantize(Decimal(1).scaleb(amount.adjusted() - figures + 1))
-    text = f"{rounded:f}"
-    return "$" + (text.rstrip("0").rstrip(".") if "." in text else text)

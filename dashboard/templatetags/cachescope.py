@@ -15,9 +15,9 @@ from django.utils.safestring import SafeString
 from django.utils.timezone import localtime
 
 from dashboard.glossary import term_named
+from dashboard.money import usd as usd_text
 from dashboard.percent import percent_text
 from dashboard.roles import has_role
-from dashboard.services.costs import usd as usd_text
 from projections.wall_clock import is_wall_clock
 
 register = template.Library()

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import IngestJob
-from dashboard.services.costs import usd
+from dashboard.money import usd
 from dashboard.services.fleet_cache import (
     fleet_cache_context,
     top_wasted_writes,

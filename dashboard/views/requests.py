@@ -11,9 +11,9 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Block, Request, Source
+from dashboard.money import usd
 from dashboard.request_listing import CAUSES, LABELS, RequestFilters
 from dashboard.services.client_versions import known_client_versions
-from dashboard.services.costs import usd
 from dashboard.views.analysis import request_analysis_context
 from dashboard.views.htmx import HtmxHttpRequest
 from dashboard.views.sessions import known_models

@@ -14,6 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from dashboard.breakdown_chart import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
+from dashboard.money import usd
 from dashboard.services.breakdown_series import (
     SERIES_CACHE_SECONDS,
     BreakdownSeries,
@@ -21,7 +22,7 @@ from dashboard.services.breakdown_series import (
     session_breakdown_series_cached,
 )
 from dashboard.services.client_versions import known_client_versions
-from dashboard.services.costs import sessions_cost_map, usd
+from dashboard.services.costs import sessions_cost_map
 from dashboard.services.distinct_values import distinct_values
 from dashboard.views.analysis import session_analysis_context
 from dashboard.views.htmx import HtmxHttpRequest

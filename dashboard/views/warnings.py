@@ -17,8 +17,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Session, Source, Warning, WarningGroup
 from dashboard.models.warnings import Severity, kinds_of_severity, severity_of
+from dashboard.money import usd
 from dashboard.query_params import choice_param, id_param, report_ignored, text_param
-from dashboard.services.costs import usd
 from dashboard.views.htmx import HtmxHttpRequest
 
 GROUPS_PER_PAGE = 50

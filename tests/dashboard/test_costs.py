@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.money import usd
 from dashboard.services.cost_ledger import session_cost_compute, session_cost_of
 from dashboard.services.costs import (
     Call,
@@ -19,7 +20,6 @@ from dashboard.services.costs import (
     price_match,
     sessions_cost_map,
     usage_cost,
-    usd,
 )
 from dashboard.services.rollups import rollups_rebuild
 from projections.usage import openai_responses_usage
