@@ -21,11 +21,11 @@ _LOADED_AFTER_START = """
 import json, sys
 import django
 django.setup()
+from django.core import checks
 from django.core.management import load_command_class
-from django.urls import get_resolver
 
 load_command_class("dashboard", "ingest")
-get_resolver().url_patterns  # what `manage.py check` imports
+checks.run_checks()  # what `manage.py check` imports: the URLconf, the template tags, the admin
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -43,6 +43,15 @@ LOADED_ON_FIRST_USE = (
     "dashboard.services.ingest",
     "google.protobuf",
     "dashboard.services.otlp_ingest",
+    # The URLconf names its views by dotted path; the pages' modules and the readers behind them
+    # load with the first request that needs them.
+    "dashboard.api",
+    "dashboard.views.overview",
+    "dashboard.views.requests",
+    "dashboard.views.sessions",
+    "plotly",
+    "projections.formats",
+    "projections.cache.providers",
 )
 
 
