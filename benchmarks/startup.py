@@ -2,8 +2,10 @@
 
     python benchmarks/startup.py [--runs 15] [--importtime]
 
-Each command runs in a fresh process, timed from outside, run by run in turn with two references:
-``python -c pass`` (the interpreter alone) and ``python -c "import django"``. It prints the median
+Each command runs in a fresh process, timed from outside, run by run in turn with three references:
+``python -c pass`` (the interpreter alone), ``python -c "import django"``, and ``check`` of Django
+alone: these settings without the dashboard app, its URLs and its middleware (the floor that Django,
+the admin, auth, axes and the rest of the installed apps set, whatever Cachescope does). It prints the median
 wall time and the median CPU time (user + system) of each; CPU time is the steadier figure on a
 machine busy with other work. The children write their bytecode to a scratch folder and run once
 untimed first, as an installed package would (its modules compiled once). ``--importtime`` then
@@ -28,9 +30,25 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = {
     "python -c pass": ["-c", "pass"],
     'python -c "import django"': ["-c", "import django"],
+    "check, Django alone": ["-m", "django", "check", "--settings", "startup_floor_settings"],
     "manage.py check": [str(ROOT / "manage.py"), "check"],
     "manage.py ingest --help": [str(ROOT / "manage.py"), "ingest", "--help"],
 }
+
+# The Django-alone reference: the dashboard's settings less its own app, middleware and URLs.
+FLOOR_SETTINGS = """
+from dashboard.settings import *  # noqa: F403
+
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "dashboard"]  # noqa: F405
+MIDDLEWARE = [name for name in MIDDLEWARE if not name.startswith("dashboard.")]  # noqa: F405
+ROOT_URLCONF = "startup_floor_urls"
+"""
+FLOOR_URLS = """
+from django.contrib import admin
+from django.urls import path
+
+urlpatterns = [path("admin/", admin.site.urls)]
+"""
 
 
 def main() -> None:
@@ -47,6 +65,9 @@ def main() -> None:
             "CACHESCOPE_DATA_DIR": str(Path(scratch) / "data"),
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        (Path(scratch) / "startup_floor_settings.py").write_text(FLOOR_SETTINGS)
+        (Path(scratch) / "startup_floor_urls.py").write_text(FLOOR_URLS)
+        env["PYTHONPATH"] = os.pathsep.join([scratch, str(ROOT)])
         walls: dict[str, list[float]] = {name: [] for name in COMMANDS}
         cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
         for argv in COMMANDS.values():
