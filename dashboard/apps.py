@@ -8,7 +8,10 @@ class DashboardConfig(AppConfig):
     verbose_name = "Cachescope"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
         from dashboard import role_sync
+        from dashboard.postgres_timestamps import use_psycopg_timestamps
         from dashboard.services.followups import register_followups_module
 
         # The task modules register the work that follows each ingest (folds, analyses). They load
@@ -16,3 +19,4 @@ class DashboardConfig(AppConfig):
         # here: commands that never ingest (check, --help, migrate) start without them.
         register_followups_module("dashboard.tasks")
         role_sync.connect()
+        connection_created.connect(use_psycopg_timestamps, dispatch_uid="cachescope-psycopg-timestamps")
