@@ -151,7 +151,7 @@ class SessionFilters:
 
     def ordered(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
         """``sessions`` filtered and sorted with the id as tie-breaker, as the pages and exports see them."""
-        sessions = self.apply(sessions).annotate(sort_key=_sort_expression(self.sort_field))
+        sessions = self.apply(sessions).annotate(sort_key=sort_expression(self.sort_field))
         if self.descending:
             return sessions.order_by("-sort_key", "-id")
         return sessions.order_by("sort_key", "id")
@@ -193,7 +193,9 @@ def keyset_page(filters: SessionFilters, sessions: QuerySet[Session], params: Qu
     )
 
 
-def _sort_expression(field_name: str) -> Any:
+def sort_expression(field_name: str) -> Any:
+    """The session column ``field_name`` as its sort index holds it (a nullable one with its nulls
+    as the lowest value): an order on anything else reads and sorts the whole table."""
     if field_name in _NULL_AS:
         return Coalesce(F(field_name), _NULL_AS[field_name])
     return F(field_name)
