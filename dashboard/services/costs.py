@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Sum
 
@@ -72,9 +72,12 @@ class Price:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Tokens:
-    """Usage in exclusive buckets; an unreported bucket is 0 here, since it costs nothing."""
+class Tokens(NamedTuple):
+    """Usage in exclusive buckets; an unreported bucket is 0 here, since it costs nothing.
+
+    A named tuple rather than a frozen dataclass, as :class:`Call` is: one of each is built for
+    every stored request a cost is figured from, and a tuple is built in a third of the time.
+    """
 
     uncached_input: int = 0
     cache_read: int = 0
@@ -94,8 +97,7 @@ def row_tokens(row: Request) -> Tokens:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One request as the session cost needs it."""
 
     lineage: str
