@@ -79,7 +79,9 @@ def cost_ledger(calls: Sequence[Call]) -> CostLedger:
     ledger: CostLedger = {}
     for chain in lineages.values():
         for index, call in enumerate(chain):
-            tally = ledger.setdefault(call.model, ModelTally())
+            tally = ledger.get(call.model)
+            if tally is None:  # not setdefault: that would build a tally for every call
+                tally = ledger[call.model] = ModelTally()
             tokens = call.tokens
             tally.requests += 1
             tally.uncached_input += tokens.uncached_input
