@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from projections.cache.warnings import CacheWarning
-from projections.normalized import JSON, Usage
+from projections.normalized import JSON
 
 CLIENT_RECORD_PLACE = "client record"
 """Places of unreadable client records (and of stored requests that cannot be rebuilt) start with
@@ -52,7 +52,6 @@ class RequestResult:
     predicted_write: int | None
     wire_allows: int | None
     credited: int | None
-    rewritten: int
     has_body: bool
     """Whether the request was logged with its body (the remedy of a miss depends on it)."""
 
@@ -71,11 +70,3 @@ class RecordsAnalysis:
 def finding_of(warning: CacheWarning) -> Finding:
     """A self-check warning as a finding of the request that showed it."""
     return Finding(warning.kind, warning.place, warning.message, warning.request)
-
-
-def rewritten_tokens(usage: Usage | None, written_before: int) -> int:
-    """Reported write tokens inside a prefix an earlier request had already written."""
-    if usage is None or not usage.cache_write:
-        return 0
-    read = usage.cache_read or 0
-    return max(0, min(written_before, read + usage.cache_write) - read)

@@ -37,7 +37,6 @@ from projections.cache.results import (
     RecordsAnalysis,
     RequestResult,
     finding_of,
-    rewritten_tokens,
 )
 from projections.cache.transcript_analysis import analyse_transcript
 from projections.cache.warnings import render_mismatch
@@ -275,7 +274,6 @@ def _analyse_bodies(
         checks.setdefault(request.key, []).append((index, event, request))
     checked: dict[int, list[Finding]] = {}
     stream = LineageStream(ordered, render, credits, foreign=foreign)
-    written: set[str] = set()
     compared: dict[str, int] = {}
     warnings: list[Finding] = []
     for record, analysis in zip(ordered, stream, strict=True):
@@ -283,15 +281,12 @@ def _analyse_bodies(
         prev = analysis.previous
         previous = None if prev is None or prev not in compared else (compared[prev], prev)
         has_body = record.key in walk.built
-        walk.results.append(_body_result(record, analysis, previous, written, has_body=has_body))
+        walk.results.append(_body_result(record, analysis, previous, has_body=has_body))
         rendered = analysis.rendered
         if rendered is not None:
             compared[record.key] = record.ordinal
             for index, event, request in checks.get(record.key, ()):
                 checked[index] = _render_record_findings(event, request, rendered)
-            minimum = cache_facts(record.platform, record.model).minimum_tokens
-            markers = render_record(rendered).markers
-            written.update(m.prefix_hash for m in markers if m.prefix_tokens >= minimum)
     # Every request is in: the lineages have their names.
     names = stream.names()
     for result in walk.results:
@@ -309,7 +304,6 @@ def _body_result(
     record: RequestRecord,
     analysis: RequestAnalysis,
     prev: tuple[int, str] | None,
-    written: set[str],
     *,
     has_body: bool,
 ) -> RequestResult:
@@ -340,7 +334,6 @@ def _body_result(
     data["label_detail"] = analysis.label_detail
     data["material"] = analysis.material
     rendered = analysis.rendered
-    rewritten = 0
     if rendered is not None:
         data["cacheability"] = {
             tier: {"shared": share.shared, "rest": share.rest}
@@ -359,17 +352,11 @@ def _body_result(
             for m in render_record(rendered).markers
         ]
         data["prompt_tokens"] = rendered.total_tokens
-        before = max(
-            (rendered.prefix_tokens(p) for p, h in enumerate(rendered.prefix_hashes) if h in written),
-            default=0,
-        )
-        rewritten = rewritten_tokens(record.usage, before)
     else:
         data["cacheability"] = None
         data["record"] = []
         data["prompt_tokens"] = record.usage.prompt_total if record.usage else None
     data["minimum_tokens"] = analysis.minimum_tokens
-    data["rewritten"] = rewritten
     figures = data["figures"]
     return RequestResult(
         key=record.key,
@@ -380,6 +367,5 @@ def _body_result(
         predicted_write=figures["predicted_write"],
         wire_allows=figures["wire_allows"],
         credited=figures["credited"],
-        rewritten=rewritten,
         has_body=has_body,
     )

@@ -20,7 +20,7 @@ from projections.cache.cross_session import (
 )
 from projections.cache.materiality import is_material
 from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
-from projections.cache.results import Finding, RequestResult, finding_of, rewritten_tokens
+from projections.cache.results import Finding, RequestResult, finding_of
 from projections.cache.transcript import (
     FIVE_MINUTES,
     ONE_HOUR,
@@ -306,7 +306,6 @@ def _result(
             finding_of(unattributed_miss(record.key, record.lineage, usage.cache_read or 0, read, found[0]))
         )
     credited = credit.credited_tokens if credit else None
-    rewritten = rewritten_tokens(usage, cached_before)
     data: dict[str, JSON] = {
         "ordinal": record.ordinal,
         "lineage": record.lineage,
@@ -330,7 +329,6 @@ def _result(
         "record": [],
         "prompt_tokens": total,
         "rule": rule,
-        "rewritten": rewritten,
     }
     return RequestResult(
         key=record.key,
@@ -341,6 +339,5 @@ def _result(
         predicted_write=None,
         wire_allows=None,
         credited=credited,
-        rewritten=rewritten,
         has_body=record.body is not None,
     )

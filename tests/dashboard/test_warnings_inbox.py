@@ -33,7 +33,6 @@ def result_for(key: str, *, predicted_read: int) -> RequestResult:
         predicted_write=None,
         wire_allows=None,
         credited=None,
-        rewritten=0,
         has_body=True,
     )
 

@@ -56,7 +56,7 @@ def without_bodies(records: Sequence[RequestRecord]) -> list[RequestRecord]:
 
 
 def outcome(analysis: RecordsAnalysis) -> tuple[list[Any], list[Any]]:
-    results = [(r.key, r.data, r.label, r.predicted_read, r.rewritten, r.has_body) for r in analysis.results]
+    results = [(r.key, r.data, r.label, r.predicted_read, r.has_body) for r in analysis.results]
     return results, analysis.findings
 
 
