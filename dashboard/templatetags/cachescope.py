@@ -9,7 +9,6 @@ from typing import Any
 from django import template
 from django.http import QueryDict
 from django.urls import reverse
-from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timezone import localtime
@@ -65,6 +64,11 @@ def wall_clock(moment: datetime | None) -> datetime | None:
     return moment if is_wall_clock(moment) else None
 
 
+SECOND = "%Y-%m-%d %H:%M:%S"
+"""A moment to the second; ``strftime`` writes it in a fifth of the time of Django's ``date`` filter,
+which a timeline page calls once or twice for each of its events."""
+
+
 @register.filter
 def session_moment(moment: datetime | None, session: Any) -> str:
     """A moment of ``session`` as its page writes it: the time of day while the whole session falls
@@ -75,7 +79,13 @@ def session_moment(moment: datetime | None, session: Any) -> str:
         session.started_at is not None
         and localtime(session.started_at).date() == localtime(session.last_activity).date()
     )
-    return date_format(localtime(moment), "H:i:s" if one_day else "Y-m-d H:i:s")
+    return localtime(moment).strftime("%H:%M:%S" if one_day else SECOND)
+
+
+@register.filter
+def instant(moment: datetime) -> str:
+    """``moment`` to the second in the dashboard's time zone, as ``date:"Y-m-d H:i:s"`` writes it."""
+    return localtime(moment).strftime(SECOND)
 
 
 @register.filter

@@ -181,3 +181,15 @@ def test_a_session_that_runs_over_days_dates_its_moments(viewer_client: Client) 
     Session.objects.filter(pk=session.pk).update(last_activity=START + timedelta(hours=2))
     page = viewer_client.get(reverse("dashboard:session", args=[session.pk])).content.decode()
     assert f"#0\u20131 · {START:%H:%M:%S}<" in page
+
+
+def test_an_instant_is_written_as_djangos_date_filter_writes_it_in_the_zone_in_force() -> None:
+    from datetime import UTC, datetime
+
+    from django.template import Context, Template
+    from django.utils import timezone
+
+    moment = datetime(2026, 1, 2, 23, 4, 5, 678000, tzinfo=UTC)
+    both = Template('{% load cachescope %}{{ m|date:"Y-m-d H:i:s" }}|{{ m|instant }}')
+    with timezone.override("Asia/Kolkata"):
+        assert both.render(Context({"m": moment})) == "2026-01-03 04:34:05|2026-01-03 04:34:05"
