@@ -1,7 +1,7 @@
 """Ingest throughput on SQLite and PostgreSQL, and what ``manage.py ingest`` costs over a plain parse.
 
     python benchmarks/ingest.py [--mb 200] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
-    python benchmarks/ingest.py --only claude-code [--claude-code-mb 16] [--runs 3]
+    python benchmarks/ingest.py --only claude-code [--claude-code-mb 16] [--runs 3] [--against TREE]
     python benchmarks/ingest.py --only claude-code --profile [--database postgresql]
     python benchmarks/ingest.py --only claude-code --queries [--database postgresql]
 
@@ -16,8 +16,9 @@ database and a fresh PostgreSQL one (migrated beforehand, untimed), with everyth
 folds and analyses done (the embedded default runs them in-process, before the command returns),
 beside a bare parser measured the same way: ``python -c`` that decodes every line of the same files
 with orjson (and with ``json``), interpreter start included, and ccusage when ``npx --no-install
-ccusage`` answers. ``--profile`` instead runs one ingest of that corpus under cProfile and prints
-the top functions, and ``--queries`` counts the queries and commits of one ingest by the function
+ccusage`` answers; with ``--against``, the ingests of another checkout too (an earlier commit's
+``git archive``), in turn with these, into databases of their own. ``--profile`` instead runs one
+ingest of that corpus under cProfile and prints the top functions, and ``--queries`` counts the queries and commits of one ingest by the function
 that issued them; both on SQLite or, with ``--database postgresql``, on a fresh database of the
 ``--postgres`` server. Not part of the test run.
 """
@@ -73,6 +74,11 @@ def main() -> None:
         default=None,
         help="The PostgreSQL database the Claude Code runs drop and create (default cachescope_ingestperf).",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="Claude Code timings: a checkout of an earlier commit (git archive) whose ingest runs in turn.",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -110,6 +116,7 @@ def main() -> None:
                 runs=args.runs,
                 postgres=args.postgres,
                 scratch_database=scratch_database,
+                against=args.against,
             )
 
 

@@ -69,8 +69,16 @@ class Command:
 
 
 def claude_code_comparison(
-    source: Path, *, target_bytes: int, runs: int, postgres: str, scratch_database: str = SCRATCH_DATABASE
+    source: Path,
+    *,
+    target_bytes: int,
+    runs: int,
+    postgres: str,
+    scratch_database: str = SCRATCH_DATABASE,
+    against: Path | None = None,
 ) -> None:
+    """Time each command ``runs`` times in turn; with ``against`` (the checkout of an earlier commit),
+    that tree's ingest too, into databases of its own, so a machine's drift touches both alike."""
     with tempfile.TemporaryDirectory(prefix="cachescope-cc-bench-") as scratch_name:
         scratch = Path(scratch_name)
         corpus = build_corpus(source, scratch / "claude", target_bytes=target_bytes)
@@ -83,10 +91,17 @@ def claude_code_comparison(
         ccusage = _ccusage(corpus, env)
         if ccusage:
             commands.append(ccusage)
-        commands.append(_ingest_command("ingest, SQLite", corpus, env | _sqlite_env(scratch)))
-        pg_env = _postgres_env(postgres, scratch, scratch_database)
-        if pg_env:
-            commands.append(_ingest_command("ingest, PostgreSQL", corpus, env | pg_env))
+        trees = [(ROOT, "", scratch)]
+        if against:
+            trees.append((against, f" ({against.name})", scratch / "against"))
+        for root, label, folder in trees:
+            sqlite_env = env | _sqlite_env(folder)
+            commands.append(_ingest_command(f"ingest, SQLite{label}", corpus, sqlite_env, root))
+        for root, label, folder in trees:
+            database = scratch_database + ("_against" if label else "")
+            pg_env = _postgres_env(postgres, folder, database)
+            if pg_env:
+                commands.append(_ingest_command(f"ingest, PostgreSQL{label}", corpus, env | pg_env, root))
         for command in commands:
             command.run()  # untimed: compiles the bytecode and warms the page cache
             command.walls.clear()
@@ -153,8 +168,8 @@ def _postgres_env(server_url: str, scratch: Path, database: str) -> dict[str, st
     }
 
 
-def _ingest_command(name: str, corpus: Corpus, env: dict[str, str]) -> Command:
-    manage = [sys.executable, str(ROOT / "manage.py")]
+def _ingest_command(name: str, corpus: Corpus, env: dict[str, str], root: Path = ROOT) -> Command:
+    manage = [sys.executable, str(root / "manage.py")]
     server_url = env.pop("_SERVER_URL", "")
     database = env.pop("_DATABASE", "")
 
