@@ -18,9 +18,9 @@ beside a bare parser measured the same way: ``python -c`` that decodes every lin
 with orjson (and with ``json``), interpreter start included, and ccusage when ``npx --no-install
 ccusage`` answers; with ``--against``, the ingests of another checkout too (an earlier commit's
 ``git archive``), in turn with these, into databases of their own. ``--profile`` instead runs one
-ingest of that corpus under cProfile and prints the top functions, and ``--queries`` counts the queries and commits of one ingest by the function
-that issued them; both on SQLite or, with ``--database postgresql``, on a fresh database of the
-``--postgres`` server. Not part of the test run.
+ingest of that corpus under cProfile and prints the top functions, and ``--queries`` counts the
+queries and commits of one ingest by the function that issued them; both on SQLite or, with
+``--database postgresql``, on a fresh database of the ``--postgres`` server. Not part of the test run.
 """
 
 from __future__ import annotations
