@@ -3,18 +3,14 @@ imports is pinned in ``test_startup_imports``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.test import Client, RequestFactory
 from django.urls import resolve
 
 from dashboard.lazy_views import LazyView
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def test_a_lazy_view_imports_its_view_on_the_first_call_only() -> None:
+def test_a_lazy_view_names_its_view_before_importing_it_then_stands_for_it() -> None:
     view = LazyView("dashboard.views.favicon.favicon")
     assert view.__module__ == "dashboard.views.favicon"
     assert view.__qualname__ == "favicon"

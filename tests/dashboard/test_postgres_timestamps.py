@@ -54,10 +54,29 @@ def test_times_read_back_as_the_same_instants_in_utc() -> None:
         assert cursor.fetchone() == (datetime(2026, 12, 4, 9, 2, 3, 500000, tzinfo=UTC),)
 
 
+class _Adapters:
+    """A driver connection's adapters map that records the loaders registered on it."""
+
+    def __init__(self) -> None:
+        self.registered: list[tuple[str, str]] = []
+
+    def register_loader(self, name: str, loader: type) -> None:
+        self.registered.append((name, loader.__name__))
+
+
 @pytest.mark.parametrize(
-    ("vendor", "zone"), [("sqlite", UTC), ("postgresql", timezone(timedelta(hours=1))), ("postgresql", None)]
+    ("vendor", "zone", "registered"),
+    [
+        ("postgresql", UTC, [("timestamptz", "UtcTimestampLoader")]),
+        ("sqlite", UTC, []),
+        ("postgresql", timezone(timedelta(hours=1)), []),
+        ("postgresql", None, []),
+    ],
 )
-def test_a_connection_not_in_utc_or_not_postgresql_keeps_djangos_loader(vendor: str, zone: object) -> None:
-    # A stand-in with no driver connection: the receiver must leave it before it looks for one.
-    other = SimpleNamespace(vendor=vendor, timezone=zone)
-    use_psycopg_timestamps(sender=None, connection=other)  # type: ignore[arg-type]
+def test_only_a_postgresql_connection_in_utc_gets_the_psycopg_loader(
+    vendor: str, zone: object, registered: list[tuple[str, str]]
+) -> None:
+    adapters = _Adapters()
+    stand_in = SimpleNamespace(vendor=vendor, timezone=zone, connection=SimpleNamespace(adapters=adapters))
+    use_psycopg_timestamps(sender=None, connection=stand_in)  # type: ignore[arg-type]
+    assert adapters.registered == registered
