@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from django.db import transaction
-from django.db.models import Count, F, Q, Subquery
+from django.db import OperationalError, transaction
+from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.models.requests import CHAIN_MAX_LENGTH
 from dashboard.services.cost_ledger import cost_ledger
-from dashboard.services.costs import prices_load, stored_calls
+from dashboard.services.costs import Price, prices_load, stored_calls
 from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures
@@ -84,27 +84,44 @@ def foreign_writes(session: Session, rows: Sequence[Request]) -> PrefixIndex:
 
 def analysis_request(*, session_id: int) -> bool:
     """Mark ``session_id``'s analysis as wanted; True when a task should be sent to run it."""
+    return bool(analyses_request(session_ids=[session_id]))
+
+
+def analyses_request(*, session_ids: Sequence[int]) -> list[int]:
+    """Mark the analyses of ``session_ids`` as wanted, in one transaction; the ids of those still
+    stored, for which a task should be sent."""
     now = timezone.now()
-    analysis, created = SessionAnalysis.objects.get_or_create(
-        session_id=session_id, defaults={"requested_at": now, "generation": 1}
-    )
-    if created:
-        return True
-    updated = SessionAnalysis.objects.filter(pk=analysis.pk).update(
-        status=SessionAnalysis.Status.QUEUED, requested_at=now, claimed_by="", generation=F("generation") + 1
-    )
-    return bool(updated)
+    with transaction.atomic():
+        SessionAnalysis.objects.filter(session_id__in=session_ids).update(
+            status=SessionAnalysis.Status.QUEUED,
+            requested_at=now,
+            claimed_by="",
+            generation=F("generation") + 1,
+        )
+        asked = set(
+            SessionAnalysis.objects.filter(session_id__in=session_ids).values_list("session_id", flat=True)
+        )
+        stored = set(Session.objects.filter(pk__in=session_ids).values_list("pk", flat=True))
+        # A row another request inserted meanwhile is queued as this one would be.
+        first = [SessionAnalysis(session_id=pk, requested_at=now, generation=1) for pk in stored - asked]
+        SessionAnalysis.objects.bulk_create(first, ignore_conflicts=True)
+    return [pk for pk in session_ids if pk in stored]
 
 
 def analysis_claim(*, session_id: int, owner: str) -> bool:
     """Lease the analysis of ``session_id`` to ``owner``: a queued one, or a running one whose lease
     ran out (its worker died); ``False`` otherwise, even for a second delivery of the same task."""
+    return bool(analyses_claim(session_ids=[session_id], owner=owner))
+
+
+def analyses_claim(*, session_ids: Sequence[int], owner: str) -> list[int]:
+    """:func:`analysis_claim` for several sessions in one UPDATE; the ids claimed, in the order given."""
     now = timezone.now()
     lapsed = Q(status=SessionAnalysis.Status.RUNNING) & (Q(lease_until__lt=now) | Q(lease_until__isnull=True))
     # The progress's total in the same UPDATE: on PostgreSQL a commit of its own costs a WAL flush.
-    total = Request.objects.filter(session_id=session_id).order_by().values("session_id")
+    total = Request.objects.filter(session_id=OuterRef("session_id")).order_by().values("session_id")
     claimed = SessionAnalysis.objects.filter(
-        Q(status=SessionAnalysis.Status.QUEUED) | lapsed, session_id=session_id
+        Q(status=SessionAnalysis.Status.QUEUED) | lapsed, session_id__in=session_ids
     ).update(
         status=SessionAnalysis.Status.RUNNING,
         claimed_by=owner[:200],
@@ -113,14 +130,27 @@ def analysis_claim(*, session_id: int, owner: str) -> bool:
         requests_total=Coalesce(Subquery(total.annotate(n=Count("pk")).values("n")), 0),
         requests_done=0,
     )
-    return bool(claimed)
+    if not claimed:
+        return []
+    # A lease is the owner's alone (a task id with the worker's), so the claimed rows are these.
+    mine = SessionAnalysis.objects.filter(
+        session_id__in=session_ids, claimed_by=owner[:200], started_at=now
+    ).values_list("session_id", flat=True)
+    held = set(mine)
+    return [pk for pk in session_ids if pk in held]
 
 
 def analysis_renew(*, session_id: int, owner: str) -> bool:
     """Extend ``owner``'s lease on a running analysis; ``False`` once it is no longer theirs."""
+    return analyses_renew(session_ids=[session_id], owner=owner)
+
+
+def analyses_renew(*, session_ids: Sequence[int], owner: str) -> bool:
+    """Extend ``owner``'s leases on the running analyses of ``session_ids``; ``False`` once none is
+    theirs (each is done, or was taken over)."""
     until = timezone.now() + timedelta(seconds=lease_seconds())
     held = SessionAnalysis.objects.filter(
-        session_id=session_id, claimed_by=owner[:200], status=SessionAnalysis.Status.RUNNING
+        session_id__in=session_ids, claimed_by=owner[:200], status=SessionAnalysis.Status.RUNNING
     )
     return bool(held.update(lease_until=until))
 
@@ -139,18 +169,39 @@ def analyses_release_lapsed() -> list[int]:
     return released
 
 
-def session_analyse(*, session_id: int, owner: str = "") -> RecordsAnalysis:
+def session_analyse(
+    *, session_id: int, owner: str = "", prices: list[Price] | None = None
+) -> RecordsAnalysis:
     """Analyse every request of a stored session and store the results and warnings.
 
     With ``owner`` (a claimed job) the job's progress and end are recorded on its row; a job
     re-queued by a newer ingest while this one ran still stores what it read (see :func:`_store`)
-    and is left queued for the next task.
+    and is left queued for the next task. ``prices``: the price table, when the caller read it.
     """
     with gc_paused():
-        return _session_analyse(session_id, owner)
+        return _session_analyse(session_id, owner, prices_load() if prices is None else prices)
 
 
-def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
+def sessions_analyse(*, session_ids: Sequence[int], owner: str = "") -> None:
+    """:func:`session_analyse` for each of ``session_ids`` in turn, with the price table read once.
+
+    A session whose analysis fails is recorded as failed and the others are still analysed; the
+    first such error is raised at the end. A database that cannot be reached stops them all at once.
+    """
+    prices = prices_load()
+    failed: Exception | None = None
+    for session_id in session_ids:
+        try:
+            session_analyse(session_id=session_id, owner=owner, prices=prices)
+        except OperationalError:
+            raise
+        except Exception as error:
+            failed = failed or error
+    if failed is not None:
+        raise failed
+
+
+def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> RecordsAnalysis:
     session = Session.objects.get(pk=session_id)
     # Read before the rows: every ingest counted by now has committed, so the rows read below hold
     # at least what this generation asked to analyse.
@@ -183,7 +234,7 @@ def _session_analyse(session_id: int, owner: str) -> RecordsAnalysis:
             bodies=bodies,
             foreign=foreign_writes(session, rows),
         )
-        _store(session, rows, result, generation, owner)
+        _store(session, rows, result, generation, owner, prices)
     except Exception as error:
         if owner:
             SessionAnalysis.objects.filter(session_id=session_id, claimed_by=owner).update(
@@ -225,7 +276,12 @@ def _done(
 
 
 def _store(
-    session: Session, rows: Sequence[Request], result: RecordsAnalysis, generation: int, owner: str
+    session: Session,
+    rows: Sequence[Request],
+    result: RecordsAnalysis,
+    generation: int,
+    owner: str,
+    prices: list[Price],
 ) -> bool:
     """Replace the session's stored results with ``result``, read at ``generation``, and record the
     job's end in the same transaction; False, writing nothing, when a run that read a newer
@@ -248,7 +304,6 @@ def _store(
         RequestAnalysis.objects.filter(session=session).delete()
         # The chains first: the re-processed tokens of each request are counted along its lineage.
         _store_chains(by_key, result)
-        prices = prices_load()
         figures = request_figures(calls=figure_inputs(rows), prices=prices)
         analyses = []
         for r in result.results:

@@ -33,6 +33,7 @@ from dashboard.models import Source
 from dashboard.services.api_body import BodyRejected
 from dashboard.services.blocks import BlockStore
 from dashboard.services.db_retry import retrying
+from dashboard.services.followups import followups_gathered
 from dashboard.services.ingest import IngestSummary, ingest_session, link_parents
 from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, parse_capture_record
 from projections.formats.dsh import FORMAT as DSH_FORMAT
@@ -153,10 +154,12 @@ def api_ingest(
     # Sessions are written in the order of their ids, so two batches that share sessions lock them in
     # the same order and cannot deadlock; a wait nobody ordered is retried as a whole batch (or step).
     pending = sorted(read.sessions, key=lambda s: s.imported.external_id)
-    if on_step is None:
-        summary = retrying(lambda: pending_store(pending, source))
-    else:
-        summary = _store_in_steps(pending, source, on_step)
+    with followups_gathered() as gathered:
+        if on_step is None:
+            summary = retrying(lambda: pending_store(pending, source))
+        else:
+            summary = _store_in_steps(pending, source, on_step)
+    summary.followups_pending.extend(gathered.refused)
     return ApiIngestResult(
         summary=summary,
         errors=read.errors + summary.errors,

@@ -12,18 +12,19 @@ written in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import tee
 from typing import Any
 
 import orjson
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery, TextField
-from django.db.models.functions import Cast, Coalesce
-from django.utils import timezone
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 
 from dashboard.models import Event, ProjectionRow, Session, Warning
+from dashboard.services.session_warnings import session_warn, sessions_refresh_warning_count
 from projections.folds.fold import FoldStep
 from projections.folds.registry import (
     AnyProjection,
@@ -82,42 +83,7 @@ def _seqs(value: Any) -> tuple[int, ...] | None:
     return None if value is None else tuple(value)
 
 
-# --- warnings ----------------------------------------------------------------------------------------
-
-
-def session_warn(*, session_id: int, kind: str, place: str, message: str, seq: int | None = None) -> None:
-    """Record a warning once per session, kind and place; a repeat raises its count and refreshes the text.
-
-    ``seq``: the event it concerns, whose time dates the warning. Nothing that concerns no request
-    puts any tokens at stake.
-    """
-    happened_at = None
-    if seq is not None:
-        times = Event.objects.filter(session_id=session_id, seq=seq).values_list("time", flat=True)
-        happened_at = times.first()
-    with transaction.atomic():
-        warning, created = Warning.objects.get_or_create(
-            session_id=session_id,
-            kind=kind,
-            place=place[:300],
-            defaults={"message": message, "seq": seq, "happened_at": happened_at, "cost_at_stake": 0},
-        )
-        if not created:
-            Warning.objects.filter(pk=warning.pk).update(
-                count=F("count") + 1, message=message, last_seen=timezone.now()
-            )
-
-
-def session_refresh_warning_count(*, session_id: int) -> None:
-    """Keep the list page's warning column equal to the session's warnings (one query)."""
-    count = (
-        Warning.objects.filter(session_id=OuterRef("pk"))
-        .order_by()
-        .values("session_id")
-        .annotate(count=Count("id"))
-        .values("count")
-    )
-    Session.objects.filter(pk=session_id).update(warning_count=Coalesce(Subquery(count), 0))
+# --- fold errors -------------------------------------------------------------------------------------
 
 
 def fold_error_place(key: str, ver: int, seq: int) -> str:
@@ -258,18 +224,41 @@ class SessionFold:
 
 
 def fold_session(*, session_id: int) -> SessionFold:
-    """Bring every live projection row of a session up to its last stored event.
+    """Bring every live projection row of a session up to its last stored event."""
+    return fold_sessions(session_ids=[session_id])[0]
+
+
+def fold_sessions(*, session_ids: Sequence[int]) -> list[SessionFold]:
+    """Bring every live projection row of each session up to its last stored event, in order.
 
     Folding happens outside any transaction; the rows are then written in one short transaction
     that keeps whichever row is further along, so two folds of the same session never step back.
+    The sessions' rows are read in one query and written in that one transaction, whatever their number.
     """
-    session = Session.objects.filter(pk=session_id).only("id", "external_id", "unfoldable").first()
-    if session is None:
-        return SessionFold(session_id, skipped="the session no longer exists")
-    if session.unfoldable:
-        return SessionFold(session_id, skipped=f"the log cannot be folded: {session.unfoldable}")
+    sessions = Session.objects.filter(pk__in=session_ids).only("id", "external_id", "unfoldable")
+    by_id = {session.pk: session for session in sessions}
+    live_rows: dict[int, dict[str, ProjectionRow]] = defaultdict(dict)
+    for row in ProjectionRow.objects.filter(_live_rows(), session_id__in=list(by_id)):
+        live_rows[row.session_id][row.key] = row
+    results: list[SessionFold] = []
+    folded: list[tuple[Session, list[Track], SessionFold]] = []
+    for session_id in session_ids:
+        session = by_id.get(session_id)
+        if session is None:
+            results.append(SessionFold(session_id, skipped="the session no longer exists"))
+        elif session.unfoldable:
+            results.append(SessionFold(session_id, skipped=f"the log cannot be folded: {session.unfoldable}"))
+        else:
+            tracks = _fold_tracks(session_id, live_rows[session_id])
+            folded.append((session, tracks, SessionFold(session_id)))
+            results.append(folded[-1][2])
+    if folded:
+        _fold_store(folded)
+    return results
 
-    rows = {row.key: row for row in ProjectionRow.objects.filter(_live_rows(), session_id=session_id)}
+
+def _fold_tracks(session_id: int, rows: dict[str, ProjectionRow]) -> list[Track]:
+    """Every live projection of a session folded from its row (or the start) to the last stored event."""
     tracks = [
         Track.resume(projection, rows[projection.key])
         if projection.key in rows and rows[projection.key].seq is not None
@@ -279,36 +268,49 @@ def fold_session(*, session_id: int) -> SessionFold:
     # Read the log once, from the earliest seq any key still needs.
     after = None if any(track.seq is None for track in tracks) else min(track.seq or 0 for track in tracks)
     drain(fold_tracks(tracks, session_records(session_id=session_id, after_seq=after)))
+    return tracks
 
-    result = SessionFold(session_id)
+
+def _fold_store(folded: list[tuple[Session, list[Track], SessionFold]]) -> None:
+    """Write what :func:`fold_sessions` folded, each session's errors as warnings, in one transaction."""
+    ids = sorted(session.pk for session, _, _ in folded)
     with transaction.atomic():
-        Session.objects.select_for_update().filter(pk=session_id).exists()
-        # Every row of the session at once, under the lock: the stale ones to discard, the live ones
+        # Locked in id order, as every batch locks them, so two batches cannot deadlock.
+        list(Session.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk"))
+        # Every row of the sessions at once, under the lock: the stale ones to discard, the live ones
         # to keep when a concurrent fold took them further.
-        stored = list(ProjectionRow.objects.filter(session_id=session_id))
-        discarded = _discard_stale_rows(stored)
-        writes: list[tuple[Track, str]] = []
-        for track in tracks:
-            error = ""
-            if track.error is not None:
-                error = fold_error_message(
-                    track.error, key=track.key, ver=track.ver, session=session.external_id
+        stored: dict[int, list[ProjectionRow]] = defaultdict(list)
+        for row in ProjectionRow.objects.filter(session_id__in=ids):
+            stored[row.session_id].append(row)
+        new: list[ProjectionRow] = []
+        for session, tracks, result in folded:
+            discarded = _discard_stale_rows(stored[session.pk])
+            writes: list[tuple[Track, str]] = []
+            for track in tracks:
+                error = _fold_error_warn(session, track)
+                if track.folded or error:
+                    writes.append((track, error))
+                result.keys.append(
+                    KeyFold(track.key, track.ver, track.seq, track.folded, discarded.get(track.key, 0), error)
                 )
-                session_warn(
-                    session_id=session_id,
-                    kind=Warning.Kind.FOLD_ERROR,
-                    place=fold_error_place(track.key, track.ver, track.error.seq),
-                    message=error,
-                    seq=track.error.seq,
-                )
-            if track.folded or error:
-                writes.append((track, error))
-            result.keys.append(
-                KeyFold(track.key, track.ver, track.seq, track.folded, discarded.get(track.key, 0), error)
-            )
-        rows_write(session_id=session_id, writes=writes, stored=stored)
-        session_refresh_warning_count(session_id=session_id)
-    return result
+            new.extend(_rows_to_write(session_id=session.pk, writes=writes, stored=stored[session.pk]))
+        ProjectionRow.objects.bulk_create(new)
+        sessions_refresh_warning_count(session_ids=ids)
+
+
+def _fold_error_warn(session: Session, track: Track) -> str:
+    """Record the fold error a track stopped at as a warning; its message, or "" for none."""
+    if track.error is None:
+        return ""
+    error = fold_error_message(track.error, key=track.key, ver=track.ver, session=session.external_id)
+    session_warn(
+        session_id=session.pk,
+        kind=Warning.Kind.FOLD_ERROR,
+        place=fold_error_place(track.key, track.ver, track.error.seq),
+        message=error,
+        seq=track.error.seq,
+    )
+    return error
 
 
 def _live_rows() -> Q:
@@ -347,9 +349,23 @@ def rows_write(
 ) -> int:
     """:func:`row_write` for several tracks, each with its error, given the session's ``stored`` rows
     as read under its lock; the new rows are inserted in one query. Returns how many were written."""
+    written: list[ProjectionRow] = []
+    new = _rows_to_write(session_id=session_id, writes=writes, stored=stored, written=written)
+    ProjectionRow.objects.bulk_create(new)
+    return len(written)
+
+
+def _rows_to_write(
+    *,
+    session_id: int,
+    writes: Iterable[tuple[Track, str]],
+    stored: Iterable[ProjectionRow],
+    written: list[ProjectionRow] | None = None,
+) -> list[ProjectionRow]:
+    """Save the ``stored`` rows the tracks take further; return the new rows, for the caller to
+    insert with others. ``written``, when given, receives every row saved or to insert."""
     rows = {(row.key, row.ver): row for row in stored}
     new: list[ProjectionRow] = []
-    written = 0
     for track, error in writes:
         row = rows.get((track.key, track.ver))
         if row is not None and row.seq is not None:
@@ -365,11 +381,12 @@ def rows_write(
             "error": error,
         }
         if row is None:
-            new.append(ProjectionRow(session_id=session_id, key=track.key, ver=track.ver, **values))
+            row = ProjectionRow(session_id=session_id, key=track.key, ver=track.ver, **values)
+            new.append(row)
         else:
             for name, value in values.items():
                 setattr(row, name, value)
             row.save()
-        written += 1
-    ProjectionRow.objects.bulk_create(new)
-    return written
+        if written is not None:
+            written.append(row)
+    return new

@@ -4,6 +4,11 @@ Called on commit, so a task never looks for rows that a rolled-back transaction 
 broker that is down then must not undo anything: the rows are committed, the failure is reported
 as "analysis pending", and the next ingest of the session enqueues its follow-ups again.
 
+An ingest of many sessions (a folder, an API batch) gathers them (:func:`followups_gathered`) and
+enqueues their follow-ups together, :data:`FOLLOWUP_BATCH` sessions a task: a fold or an analysis
+of many sessions reads and writes them in a few queries and commits where one a session took a
+dozen, and each analysis sees every other session of the batch, whatever order they were read in.
+
 Enqueueing after a commit can be cut short (a web worker killed at its timeout), so the session's
 transaction also writes a :class:`PendingFollowup` row, an outbox, deleted once the follow-ups are
 enqueued. :func:`followups_resend` enqueues what such a request left behind; every follow-up is
@@ -35,12 +40,19 @@ def broker_errors() -> tuple[type[BaseException], ...]:
     return (BrokerError, ConnectionError, TimeoutError)
 
 
-_FOLLOWUPS: list[Callable[[int], None]] = []
+Enqueue = Callable[[list[int]], None]
+"""A follow-up: sends the task that does its work for the sessions of the ids given."""
+
+_FOLLOWUPS: list[Enqueue] = []
 _FOLLOWUP_MODULES: list[str] = []
 
+FOLLOWUP_BATCH = 50
+"""Sessions a follow-up task takes at most: enough to share its queries and commits, few enough
+that workers share a large ingest and the first sessions are analysed while the rest are read."""
 
-def register_followup(enqueue: Callable[[int], None]) -> Callable[[int], None]:
-    """Register ``enqueue(session_id)`` to run after each session's ingest commits."""
+
+def register_followup(enqueue: Enqueue) -> Enqueue:
+    """Register ``enqueue(session_ids)`` to run after the ingest of those sessions commits."""
     _FOLLOWUPS.append(enqueue)
     return enqueue
 
@@ -50,7 +62,7 @@ def register_followups_module(name: str) -> None:
     _FOLLOWUP_MODULES.append(name)
 
 
-def _followups() -> list[Callable[[int], None]]:
+def _followups() -> list[Enqueue]:
     # Every call imports every named module: a name taken off the list before its import finished
     # would leave a second thread, mid-import, with no follow-ups, and its outbox row deleted as
     # delivered. import_module is thread-safe, and free once a module is loaded.
@@ -75,24 +87,84 @@ def followups_pending(session_id: int) -> bool:
 
 
 def enqueue_session_followups(session_id: int) -> bool:
-    """Enqueue every follow-up of ``session_id``; ``False`` when the broker refused any of them.
+    """Enqueue every follow-up of ``session_id``; ``False`` when the broker refused any of them."""
+    return not enqueue_followups([session_id])
 
-    Once all are enqueued the session's outbox row is deleted (inside :func:`followups_clear_later`,
-    by the next transaction); a refused one leaves it for a resend.
+
+def enqueue_followups(session_ids: list[int]) -> list[int]:
+    """Enqueue every follow-up of ``session_ids``, :data:`FOLLOWUP_BATCH` sessions a task; return
+    the ids whose follow-ups the broker refused, in part or whole.
+
+    Once a session's follow-ups are all enqueued its outbox row is deleted (inside
+    :func:`followups_clear_later`, by the next transaction); a refused one leaves it for a resend.
     """
-    sent = True
-    for enqueue in _followups():
-        try:
-            enqueue(session_id)
-        except broker_errors():
-            sent = False
-    if sent:
+    refused: list[int] = []
+    for start in range(0, len(session_ids), FOLLOWUP_BATCH):
+        batch = session_ids[start : start + FOLLOWUP_BATCH]
+        sent = True
+        for enqueue in _followups():
+            try:
+                enqueue(batch)
+            except broker_errors():
+                sent = False
+        if not sent:
+            refused.extend(batch)
+            continue
         delivered = _delivered.get()
         if delivered is None:
-            PendingFollowup.objects.filter(session_id=session_id).delete()
+            PendingFollowup.objects.filter(session_id__in=batch).delete()
         else:
-            delivered.append(session_id)
-    return sent
+            delivered.extend(batch)
+    return refused
+
+
+class Gathered:
+    """The sessions of a :func:`followups_gathered` block whose follow-ups are due, and those the
+    broker refused once enqueued."""
+
+    def __init__(self) -> None:
+        self.due: list[int] = []
+        self.refused: list[int] = []
+
+    def add(self, session_id: int) -> None:
+        self.due.append(session_id)
+        if len(self.due) >= FOLLOWUP_BATCH:
+            self.send()
+
+    def send(self) -> None:
+        due, self.due = self.due, []
+        self.refused.extend(enqueue_followups(due))
+
+
+_gathered: ContextVar[Gathered | None] = ContextVar("followups_gathered", default=None)
+
+
+@contextmanager
+def followups_gathered() -> Iterator[Gathered]:
+    """Within the block, :func:`followups_due` gathers the sessions rather than enqueueing each one;
+    they are enqueued together, a batch whenever :data:`FOLLOWUP_BATCH` are due and the rest at the
+    block's end. Read ``refused`` after the block for the sessions the broker refused.
+
+    Should the block stop on an error, what it gathered is left to the outbox's resend: enqueueing
+    (in-process, running) the follow-ups of an ingest being interrupted would only delay its end.
+    """
+    gathered = Gathered()
+    token = _gathered.set(gathered)
+    try:
+        yield gathered
+    finally:
+        _gathered.reset(token)
+    gathered.send()
+
+
+def followups_due(session_id: int) -> bool:
+    """Called once ``session_id``'s ingest committed: gather it within :func:`followups_gathered`,
+    else enqueue its follow-ups now; ``False`` when the broker refused them."""
+    gathered = _gathered.get()
+    if gathered is None:
+        return enqueue_session_followups(session_id)
+    gathered.add(session_id)
+    return True
 
 
 _delivered: ContextVar[list[int] | None] = ContextVar("followups_delivered", default=None)
@@ -142,12 +214,8 @@ def followups_resend(*, older_than: timedelta = RESEND_AFTER, limit: int = RESEN
     """Enqueue the follow-ups of up to ``limit`` sessions left in the outbox; return how many went."""
     cutoff = timezone.now() - older_than
     pending = PendingFollowup.objects.filter(since__lte=cutoff).order_by("since")
-    sent = 0
-    for session_id in list(pending.values_list("session_id", flat=True)[:limit]):
-        if not enqueue_session_followups(session_id):
-            break  # the broker is down: the rest wait for the next resend
-        sent += 1
-    return sent
+    session_ids = list(pending.values_list("session_id", flat=True)[:limit])
+    return len(session_ids) - len(enqueue_followups(session_ids))
 
 
 def broker_reachable(*, timeout: float = 2.0) -> bool:

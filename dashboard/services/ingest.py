@@ -20,9 +20,10 @@ from django.utils import timezone
 from dashboard.models import IngestError, IngestJob, IngestNotice, Session, Source
 from dashboard.services.blocks import BlockStore
 from dashboard.services.followups import (
-    enqueue_session_followups,
     followups_clear_delivered,
     followups_clear_later,
+    followups_due,
+    followups_gathered,
     followups_pending,
     followups_record,
 )
@@ -78,8 +79,9 @@ def ingest_paths(
     source, _ = Source.objects.get_or_create(name=source_name)
     summary = IngestSummary()
     blocks = BlockStore()
-    # Each session's transaction deletes the outbox rows of the sessions before it.
-    with followups_clear_later():
+    # Each session's transaction deletes the outbox rows of the sessions before it; their follow-ups
+    # are enqueued a batch of sessions at a time.
+    with followups_clear_later(), followups_gathered() as gathered:
         for path in paths:
             if not path.exists():
                 summary.errors.append(
@@ -90,7 +92,8 @@ def ingest_paths(
                 _ingest_path(path, source, format, summary, blocks, on_progress)
             except FormatError as error:
                 summary.errors.append(error.error)
-    link_parents(source)
+        link_parents(source)
+    summary.followups_pending.extend(gathered.refused)
     if job is not None:
         ingest_job_record(job, summary)
     return summary
@@ -192,7 +195,7 @@ def ingest_session(
     session_id = session.pk
 
     def follow_up() -> None:
-        if not enqueue_session_followups(session_id):
+        if not followups_due(session_id):
             summary.followups_pending.append(session_id)
 
     transaction.on_commit(follow_up)

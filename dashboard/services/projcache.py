@@ -22,9 +22,8 @@ from dashboard.services.folds import (
     drain,
     fold_tracks,
     session_records,
-    session_refresh_warning_count,
-    session_warn,
 )
+from dashboard.services.session_warnings import session_refresh_warning_count, session_warn
 from projections.folds.fold import FoldStep
 from projections.folds.registry import UnknownProjection, get_projection
 from projections.formats import ProjCacheRow, read_projcache

@@ -38,10 +38,9 @@ from dashboard.services.folds import (
     fold_tracks,
     row_write,
     session_records,
-    session_refresh_warning_count,
-    session_warn,
 )
 from dashboard.services.leases import lease_seconds
+from dashboard.services.session_warnings import session_refresh_warning_count, session_warn
 from projections.folds.registry import UnknownProjection, get_projection
 
 REFOLD_CHUNK = 25

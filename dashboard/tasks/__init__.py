@@ -7,14 +7,16 @@ survive a module being moved.
 # The configured app first, so every ``shared_task`` below binds to it wherever this package is
 # imported from (a worker, a view that enqueues, the ingest follow-ups).
 import dashboard.celery  # noqa: F401
-from dashboard.tasks.analysis import analyse_session_task
-from dashboard.tasks.folds import fold_session_task, refold_chunk_task, refold_run_task
+from dashboard.tasks.analysis import analyse_session_task, analyse_sessions_task
+from dashboard.tasks.folds import fold_session_task, fold_sessions_task, refold_chunk_task, refold_run_task
 from dashboard.tasks.ingest import ingest_job_task
 from dashboard.tasks.queueing import ingest_job_enqueue, jobs_take_over, refold_run_enqueue
 
 __all__ = [
     "analyse_session_task",
+    "analyse_sessions_task",
     "fold_session_task",
+    "fold_sessions_task",
     "ingest_job_enqueue",
     "ingest_job_task",
     "jobs_take_over",

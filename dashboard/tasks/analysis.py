@@ -5,7 +5,15 @@ from __future__ import annotations
 from celery import Task, shared_task
 from django.db import OperationalError
 
-from dashboard.services.analysis import analysis_claim, analysis_renew, analysis_request, session_analyse
+from dashboard.services.analysis import (
+    analyses_claim,
+    analyses_renew,
+    analyses_request,
+    analysis_claim,
+    analysis_renew,
+    session_analyse,
+    sessions_analyse,
+)
 from dashboard.services.followups import register_followup
 from dashboard.services.leases import Heartbeat, lease_owner, lease_seconds
 
@@ -31,8 +39,31 @@ def analyse_session_task(self: Task[[int], None], session_id: int) -> None:
         session_analyse(session_id=session_id, owner=owner)
 
 
+@shared_task(
+    name="dashboard.tasks.analyse_sessions",
+    bind=True,
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def analyse_sessions_task(self: Task[[list[int]], None], session_ids: list[int]) -> None:
+    """Analyse those of ``session_ids`` whose analysis is queued, one after the other, under one lease."""
+    owner = lease_owner(self.request.id)
+    claimed = analyses_claim(session_ids=session_ids, owner=owner)
+    if not claimed:
+        return
+
+    def renew() -> bool:
+        return analyses_renew(session_ids=claimed, owner=owner)
+
+    with Heartbeat(renew, seconds=lease_seconds()):
+        sessions_analyse(session_ids=claimed, owner=owner)
+
+
 @register_followup
-def enqueue_session_analysis(session_id: int) -> None:
-    """Queue the analysis of a session whose ingest has just committed."""
-    if analysis_request(session_id=session_id):
-        analyse_session_task.delay(session_id)
+def enqueue_session_analyses(session_ids: list[int]) -> None:
+    """Queue the analyses of sessions whose ingest has just committed."""
+    wanted = analyses_request(session_ids=session_ids)
+    if wanted:
+        analyse_sessions_task.delay(wanted)

@@ -14,7 +14,7 @@ from celery import Task, shared_task
 from django.db import OperationalError
 
 from dashboard.models import FoldRun
-from dashboard.services.folds import fold_session
+from dashboard.services.folds import fold_session, fold_sessions
 from dashboard.services.followups import register_followup
 from dashboard.services.leases import lease_owner
 from dashboard.services.refold import (
@@ -38,10 +38,22 @@ def fold_session_task(session_id: int) -> None:
     fold_session(session_id=session_id)
 
 
+@shared_task(
+    name="dashboard.tasks.fold_sessions",
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def fold_sessions_task(session_ids: list[int]) -> None:
+    """Bring the live projection rows of several sessions up to their last stored events."""
+    fold_sessions(session_ids=session_ids)
+
+
 @register_followup
-def enqueue_session_fold(session_id: int) -> None:
-    """Fold a session once its ingest has committed (the follow-ups run on commit)."""
-    fold_session_task.delay(session_id)
+def enqueue_session_folds(session_ids: list[int]) -> None:
+    """Fold sessions once their ingest has committed (the follow-ups run on commit)."""
+    fold_sessions_task.delay(session_ids)
 
 
 @shared_task(

@@ -39,10 +39,12 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from dashboard.models import Request, RequestAnalysis, Session
+import dashboard.services.followups as followups
 import dashboard.services.ingest as ingest
 from dashboard.services.analysis import session_analyse
 # Queued for a worker, as with a broker: the folds and analyses do not run in this process.
-ingest.enqueue_session_followups = lambda session_id, **kwargs: True
+followups._FOLLOWUP_MODULES.clear()
+followups._FOLLOWUPS.clear()
 ingest.ingest_paths(paths=[Path(sys.argv[2])], source_name="warm-up", format="claude-trace")
 session_analyse(session_id=Session.objects.get(source__name="warm-up").pk)
 tracemalloc.start()

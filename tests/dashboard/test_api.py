@@ -294,8 +294,8 @@ def test_a_broker_that_is_down_answers_202_and_keeps_the_data(
     _token, secret = token_create(source=source, name="host-1", created_by=None)
     enqueued: list[int] = []
 
-    def broker_down(session_id: int) -> None:
-        enqueued.append(session_id)
+    def broker_down(session_ids: list[int]) -> None:
+        enqueued.extend(session_ids)
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     monkeypatch.setattr(followups, "_FOLLOWUPS", [broker_down])
@@ -310,7 +310,7 @@ def test_a_broker_that_is_down_answers_202_and_keeps_the_data(
     assert len(enqueued) == 2
 
     # Once the broker is back, sending the session again enqueues its follow-ups.
-    monkeypatch.setattr(followups, "_FOLLOWUPS", [enqueued.append])
+    monkeypatch.setattr(followups, "_FOLLOWUPS", [enqueued.extend])
     again = post(client, secret, ndjson(dsh_lines("s1", turns=1)))
     assert again.status_code == 200
     assert again.json()["analysis"] == "queued"

@@ -63,7 +63,7 @@ def test_a_resend_leaves_fresh_rows_to_the_request_still_enqueueing_them() -> No
 def test_a_resend_while_the_broker_is_down_keeps_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
     _ingest_without_its_enqueues("s1", "s2")
 
-    def broker_down(session_id: int) -> None:
+    def broker_down(session_ids: list[int]) -> None:
         raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     monkeypatch.setattr(followups, "_FOLLOWUPS", [broker_down])
@@ -168,7 +168,7 @@ def test_a_folder_ingest_while_the_broker_is_down_keeps_every_row(
     for name in ("s1", "s2"):
         write_dsh_log(tmp_path / name / "session.jsonl", session_id=name, turns=1)
 
-    def broker_down(session_id: int) -> None:
+    def broker_down(session_ids: list[int]) -> None:
         raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     monkeypatch.setattr(followups, "_FOLLOWUP_MODULES", [])

@@ -85,6 +85,8 @@ def test_a_worker_started_on_the_package_finds_every_task() -> None:
     assert {
         "dashboard.tasks.analyse_session",
         "dashboard.tasks.fold_session",
+        "dashboard.tasks.fold_sessions",
+        "dashboard.tasks.analyse_sessions",
         "dashboard.tasks.ingest_job",
         "dashboard.tasks.refold_chunk",
         "dashboard.tasks.refold_run",
@@ -93,7 +95,7 @@ def test_a_worker_started_on_the_package_finds_every_task() -> None:
 
 def test_the_follow_ups_are_registered_when_the_first_is_due() -> None:
     names = {enqueue.__name__ for enqueue in followups._followups()}
-    assert {"enqueue_session_fold", "enqueue_session_analysis"} <= names
+    assert {"enqueue_session_folds", "enqueue_session_analyses"} <= names
 
 
 _LOADED_BY_AN_INGEST = """

@@ -12,7 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from dashboard.models import Session, Warning, WarningGroup
 from dashboard.services.costs import prices_load
-from dashboard.services.folds import session_warn
+from dashboard.services.session_warnings import session_warn
 from dashboard.services.warnings import warning_stakes_refresh
 from tests.dashboard.test_analysis import START, usage_row
 from tests.dashboard.test_warnings_inbox import session_named, warn

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from dashboard.models import Event, HostNote, Session, Source, Warning
 from dashboard.models.warnings import severity_of
-from dashboard.services.folds import session_warn
+from dashboard.services.session_warnings import session_warn
 from dashboard.services.warnings import warnings_store
 from projections.cache.results import Finding, RecordsAnalysis, RequestResult
 from tests.dashboard.test_analysis import START, usage_row
