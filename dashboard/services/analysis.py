@@ -25,6 +25,7 @@ from dashboard.services.gc_pause import gc_paused
 from dashboard.services.leases import lease_seconds
 from dashboard.services.request_figures import figure_inputs, request_figures
 from dashboard.services.session_costs import analysis_stamp, ledgers_store, session_key
+from dashboard.services.session_warnings import sessions_refresh_warning_count
 from dashboard.services.stored_requests import StoredBodies, stored_record_usage_only
 from dashboard.services.warnings import host_notes_store, warnings_store
 from projections.cache.cross_session import WINDOW, PrefixIndex, WriterRef, marker_writes, transcript_writes
@@ -202,13 +203,10 @@ def sessions_analyse(*, session_ids: Sequence[int], owner: str = "") -> None:
 
 
 def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> RecordsAnalysis:
-    session = Session.objects.get(pk=session_id)
-    # Read before the rows: every ingest counted by now has committed, so the rows read below hold
-    # at least what this generation asked to analyse.
-    generation = (
-        SessionAnalysis.objects.filter(session_id=session_id).values_list("generation", flat=True).first()
-        or 0
-    )
+    # The generation with the session, read before the rows: every ingest counted by now has
+    # committed, so the rows read below hold at least what this generation asked to analyse.
+    generation = SessionAnalysis.objects.filter(session_id=OuterRef("pk")).values("generation")[:1]
+    session = Session.objects.annotate(analysis_generation=Subquery(generation)).get(pk=session_id)
     # The rows without their bodies' units: those are read a batch at a time as the analysis walks
     # the session (see StoredBodies), so a long conversation is never held whole.
     rows = list(Request.objects.filter(session=session).order_by("ordinal").defer(*BODY_FIELDS))
@@ -216,25 +214,9 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
         records = [stored_record_usage_only(row) for row in rows]
         order = [record.key for record in sorted(records, key=start_order)]
         bodies = StoredBodies(rows, order)
-        events = [
-            EventRecord(seq=e.seq, type=e.type, time=e.time, data=e.data)
-            for e in Event.objects.filter(session=session)
-            .filter(type__in=CLIENT_RECORD_TYPES)
-            .order_by("seq")
-        ]
-        boundaries = [
-            EventRecord(seq=e.seq, type=e.type, time=e.time, data=e.data, surface_op=e.surface_op)
-            for e in Event.objects.filter(session=session)
-            .filter(Q(type__startswith="compaction/") | Q(type__in=("system/message", "request/header")))
-            .only("seq", "type", "time", "data", "surface_op")
-        ]
-        result = analyse_records(
-            records,
-            events + [e for e in boundaries if is_boundary(e)],
-            bodies=bodies,
-            foreign=foreign_writes(session, rows),
-        )
-        _store(session, rows, result, generation, owner, prices)
+        events = _analysed_events(session)
+        result = analyse_records(records, events, bodies=bodies, foreign=foreign_writes(session, rows))
+        _store(session, rows, result, session.analysis_generation or 0, owner, prices)
     except Exception as error:
         if owner:
             SessionAnalysis.objects.filter(session_id=session_id, claimed_by=owner).update(
@@ -244,6 +226,31 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
             )
         raise
     return result
+
+
+def _analysed_events(session: Session) -> list[EventRecord]:
+    """The events the analysis reads, in one query: the client's own records of its cache, then the
+    compactions and rewrites of the prompt's head that the transcript predictor must know of."""
+    stored = (
+        Event.objects.filter(session=session)
+        .filter(
+            Q(type__in=CLIENT_RECORD_TYPES)
+            | Q(type__startswith="compaction/")
+            | Q(type__in=("system/message", "request/header"))
+        )
+        .order_by("seq")
+        .values_list("seq", "type", "time", "data", "surface_op")
+    )
+    records: list[EventRecord] = []
+    boundaries: list[EventRecord] = []
+    for seq, type_, time, data, surface_op in stored:
+        if type_ in CLIENT_RECORD_TYPES:
+            records.append(EventRecord(seq=seq, type=type_, time=time, data=data))
+            continue
+        event = EventRecord(seq=seq, type=type_, time=time, data=data, surface_op=surface_op)
+        if is_boundary(event):
+            boundaries.append(event)
+    return records + boundaries
 
 
 def _done(
@@ -331,8 +338,7 @@ def _store(
         RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
         warnings_store(session=session, result=result, requests=by_key, prices=prices)
         host_notes_store(session=session, notes=result.host_notes, requests=by_key)
-        session.warning_count = session.warnings.count()
-        Session.objects.filter(pk=session.pk).update(warning_count=session.warning_count)
+        sessions_refresh_warning_count(session_ids=[session.pk])
         finished = timezone.now()
         _done(session, rows, result, owner, finished)
         # Keyed by the session as read before its rows: should an ingest have added rows since,

@@ -8,6 +8,7 @@ to read, the bytes read so far as each file finishes, and the end: done with its
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = "uploads"
 """The source of a job that names none (an upload whose form left it empty)."""
+PROGRESS_SECONDS = 0.5
+"""How often a running job's progress is written for its page, which polls about as often: a
+write a file would cost a folder of small files a commit each. The job's end writes the total."""
 
 JobProgressCallback = Callable[[IngestJob], None]
 
@@ -77,11 +81,15 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
     from dashboard.services.ingest import IngestSummary, ingest_paths, input_size, shown_on_job
 
     job = IngestJob.objects.get(pk=job_id)
+    written = -PROGRESS_SECONDS
 
     def advance(amount: int) -> None:
+        nonlocal written
         heartbeat.check()
         job.bytes_done += amount
-        IngestJob.objects.filter(pk=job_id).update(bytes_done=job.bytes_done)
+        if time.monotonic() - written >= PROGRESS_SECONDS:
+            IngestJob.objects.filter(pk=job_id).update(bytes_done=job.bytes_done)
+            written = time.monotonic()
         if on_progress is not None:
             on_progress(job)
 

@@ -13,8 +13,10 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from dashboard.models import IngestJob, Session
+from dashboard.services import ingest_jobs
 from dashboard.services.ingest_jobs import ingest_job_run
 from dashboard.services.leases import Heartbeat, LeaseLost
+from tests.dashboard.logs import write_dsh_log
 
 LEASE = 30
 
@@ -113,6 +115,30 @@ def test_a_run_records_its_progress_file_by_file_and_its_counts(dsh_log: Path) -
     assert (job.status, job.sessions_added, job.events_added) == ("done", 1, 5)
     assert job.bytes_done == job.bytes_total == dsh_log.stat().st_size
     assert seen == [(job.bytes_total, job.bytes_total)]
+
+
+@pytest.mark.django_db
+def test_a_folder_of_many_files_writes_its_progress_at_most_twice_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = Path(settings.DATA_DIR) / "uploads-test" / "many"
+    for name in ("s1", "s2", "s3"):
+        write_dsh_log(folder / name / "session.jsonl", session_id=name, turns=1)
+    job = IngestJob.objects.create(kind=IngestJob.Kind.UPLOAD, source_name="laptop", paths=[str(folder)])
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    stored: list[int] = []
+
+    def record(current: IngestJob) -> None:
+        stored.append(IngestJob.objects.get(pk=job.pk).bytes_done)
+
+    monkeypatch.setattr(ingest_jobs, "PROGRESS_SECONDS", 3600.0)
+    ingest_job_run(job_id=job.pk, owner="task-a", on_progress=record)
+    job.refresh_from_db()
+    # The first file's progress is written at once; the next two wait for the half second (here an
+    # hour) to pass, and the job's end writes the total.
+    assert len(stored) == 3
+    assert stored[0] == stored[1] == stored[2] > 0
+    assert stored[0] < job.bytes_done == job.bytes_total
 
 
 @pytest.mark.django_db
