@@ -27,9 +27,9 @@ class Request(models.Model):
 
     Two lineages: ``lineage`` is the role the importer gave the call (``main``, ``side``,
     ``subagent``), which the analysis starts from; ``chain`` is the lineage the analysis decided
-    from the bodies (``main``, ``side-2``, ...). The pages, the request list's filter, the context
-    chart and the costs read :attr:`current_lineage` (the analysis's once it ran), as ``explain``
-    names the analysis's, so they all name the same chain.
+    from the bodies (``main``, ``side-2``, ...), kept empty where it is the importer's. The pages,
+    the request list's filter, the context chart and the costs read :attr:`current_lineage` (the
+    analysis's once it ran), as ``explain`` names the analysis's, so they all name the same chain.
     """
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="requests")
@@ -41,7 +41,10 @@ class Request(models.Model):
     chain = models.CharField(
         max_length=CHAIN_MAX_LENGTH,
         blank=True,
-        help_text="The lineage the analysis gave the call; empty until the session is analysed.",
+        help_text=(
+            "The lineage the analysis gave the call; empty until the session is analysed, and where "
+            "it is the importer's lineage."
+        ),
     )
     provider = models.CharField(max_length=40)
     platform = models.CharField(max_length=40, blank=True)

@@ -371,7 +371,9 @@ def _store_chains(rows: Mapping[str, Request], result: RecordsAnalysis) -> None:
         if row is None or not isinstance(lineage, str):
             continue
         chain = lineage[:CHAIN_MAX_LENGTH]
-        if row.chain != chain:
+        # A chain the row already reads as (the importer's lineage, while ``chain`` is empty) is not
+        # written: on PostgreSQL each UPDATE rewrites the whole row, its bodies included.
+        if row.current_lineage != chain:
             row.chain = chain
             changed.setdefault(chain, []).append(row.pk)
     # One UPDATE per lineage (a session has a few) rather than a CASE over every changed row, which
