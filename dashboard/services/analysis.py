@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from dashboard.models import Event, Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.models.requests import CHAIN_MAX_LENGTH
+from dashboard.services.copy_rows import insert_rows
 from dashboard.services.cost_ledger import cost_ledger
 from dashboard.services.costs import Price, prices_load, stored_calls
 from dashboard.services.gc_pause import gc_paused
@@ -335,7 +336,7 @@ def _store(
                     data=r.data,
                 )
             )
-        RequestAnalysis.objects.bulk_create(analyses, batch_size=WRITE_BATCH)
+        insert_rows(RequestAnalysis, analyses, batch_size=WRITE_BATCH)
         warnings_store(session=session, result=result, requests=by_key, prices=prices)
         host_notes_store(session=session, notes=result.host_notes, requests=by_key)
         sessions_refresh_warning_count(session_ids=[session.pk])

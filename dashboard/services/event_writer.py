@@ -95,7 +95,8 @@ class EventWriter:
         return self.written
 
     def _copy(self, cursor: Any) -> None:
-        """PostgreSQL's COPY: one stream per batch instead of one statement per row."""
-        with cursor.copy(self.copy_sql) as copy:
+        """PostgreSQL's COPY: one stream per batch instead of one statement per row. The driver's
+        errors are raised as Django's, which the ingest catches to refuse one session alone."""
+        with connection.wrap_database_errors, cursor.copy(self.copy_sql) as copy:
             for row in self.rows:
                 copy.write_row(row)

@@ -15,6 +15,7 @@ from django.db.models import Max
 
 from dashboard.models import Event, Request, Session, Source
 from dashboard.services.blocks import BlockStore
+from dashboard.services.copy_rows import insert_rows
 from dashboard.services.event_writer import EventWriter
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.request_rows import request_row
@@ -194,6 +195,6 @@ def _session_fields(imported: SessionImport) -> dict[str, object]:
 def _flush_requests(rows: list[Request]) -> int:
     count = len(rows)
     if rows:
-        Request.objects.bulk_create(rows)
+        insert_rows(Request, rows)
         rows.clear()
     return count
