@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from django.db.models import Count, Max, Min, Q, Sum
@@ -25,9 +25,12 @@ class RequestSums:
     output: int | None = None
     first_request: datetime | None = None
     last_request: datetime | None = None
+    models: set[str] = field(default_factory=set)
 
     def add(self, row: Request) -> None:
         self.requests += 1
+        if row.model:
+            self.models.add(row.model)
         self.uncached = _sum(self.uncached, row.uncached_input_tokens)
         self.read = _sum(self.read, row.cache_read_tokens)
         self.write_5m = _sum(self.write_5m, row.cache_write_5m_tokens)
@@ -84,13 +87,16 @@ def session_refresh_summary(
     else:
         first, last = event_times if event_times is not None else (None, None)
         events = {"count": session.event_count + events_added, "first": first, "last": last}
-    models = (
-        Request.objects.filter(session=session)
-        .exclude(model="")
-        .order_by("model")
-        .values_list("model", flat=True)
-        .distinct()
-    )
+    if new_requests is None:
+        models = list(
+            Request.objects.filter(session=session)
+            .exclude(model="")
+            .order_by("model")
+            .values_list("model", flat=True)
+            .distinct()
+        )
+    else:
+        models = sorted(new_requests.models)
     session.request_count = usage["requests"]
     session.uncached_input_tokens = usage["uncached"] or 0
     # The sums are null when no request reported the bucket: the pages show that as unknown, and
