@@ -40,8 +40,12 @@ def session_refresh_warning_count(*, session_id: int) -> None:
     sessions_refresh_warning_count(session_ids=[session_id])
 
 
-def sessions_refresh_warning_count(*, session_ids: Sequence[int]) -> None:
-    """:func:`session_refresh_warning_count` for many sessions, in one query."""
+def sessions_refresh_warning_count(*, session_ids: Sequence[int]) -> int:
+    """:func:`session_refresh_warning_count` for many sessions, in one query; how many changed.
+
+    A session whose count is already right is not written: the column is indexed for the list's
+    sort, so on PostgreSQL an update writes a new version of the row and of every index on it.
+    """
     count = (
         Warning.objects.filter(session_id=OuterRef("pk"))
         .order_by()
@@ -49,4 +53,9 @@ def sessions_refresh_warning_count(*, session_ids: Sequence[int]) -> None:
         .annotate(count=Count("id"))
         .values("count")
     )
-    Session.objects.filter(pk__in=session_ids).update(warning_count=Coalesce(Subquery(count), 0))
+    counted = Coalesce(Subquery(count), 0)
+    return (
+        Session.objects.filter(pk__in=session_ids)
+        .exclude(warning_count=counted)
+        .update(warning_count=counted)
+    )

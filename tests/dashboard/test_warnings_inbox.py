@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from dashboard.models import Event, HostNote, Session, Source, Warning
 from dashboard.models.warnings import severity_of
-from dashboard.services.session_warnings import session_warn
+from dashboard.services.session_warnings import session_warn, sessions_refresh_warning_count
 from dashboard.services.warnings import warnings_store
 from projections.cache.results import Finding, RecordsAnalysis, RequestResult
 from tests.dashboard.test_analysis import START, usage_row
@@ -194,3 +194,12 @@ def test_host_notes_are_not_in_the_inbox_but_on_the_session_page_and_searchable(
     assert 'hx-target="#host-notes-results"' in page
     assert "reused 3818" in fragment
     assert "evicted" not in fragment
+
+
+def test_a_warning_count_already_right_is_not_written_again() -> None:
+    source = Source.objects.create(name="laptop")
+    quiet, warned = (Session.objects.create(source=source, external_id=name) for name in ("quiet", "warned"))
+    session_warn(session_id=warned.pk, kind=Warning.Kind.FOLD_ERROR, place="p", message="m")
+    assert sessions_refresh_warning_count(session_ids=[quiet.pk, warned.pk]) == 1
+    assert sessions_refresh_warning_count(session_ids=[quiet.pk, warned.pk]) == 0
+    assert Session.objects.get(pk=warned.pk).warning_count == 1
