@@ -35,6 +35,7 @@ from dashboard.services.blocks import BlockStore
 from dashboard.services.db_retry import retrying
 from dashboard.services.followups import followups_gathered
 from dashboard.services.ingest import IngestSummary, ingest_session, link_parents
+from dashboard.services.rollups import RollupBuckets
 from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, parse_capture_record
 from projections.formats.dsh import FORMAT as DSH_FORMAT
 from projections.formats.dsh import decode_record, is_known_event_type, parse_header
@@ -179,10 +180,13 @@ def pending_store(pending: list[PendingSession], source: Source) -> IngestSummar
     blocks = BlockStore()
     # One commit for the whole batch: each session is still its own savepoint, so a bad one is
     # rolled back alone, but the batch pays for one durable flush instead of one a session.
+    rollups = RollupBuckets()
     with transaction.atomic():
         for session in pending:
             session.imported.items = iter(session.items)
-            ingest_session(session.imported, source=source, summary=summary, blocks=blocks)
+            ingest_session(session.imported, source=source, summary=summary, blocks=blocks, rollups=rollups)
+        # Each bucket once for the batch, in its transaction: the sums commit with the requests.
+        rollups.refresh()
         link_parents(source)
     return summary
 

@@ -1,7 +1,8 @@
 """Ingest: files in any supported format → sessions, events, requests and blocks in the database.
 
-Each session is written in its own transaction, so a session is either stored whole or not at all,
-and a bad session never takes its neighbours in the same file down with it. Ingest is idempotent:
+Each session is written in a transaction or savepoint of its own, so a session is either stored
+whole or not at all, and a bad session never takes its neighbours in the same file down with it; a
+folder's sessions share a transaction a group at a time (:data:`GROUP_SESSIONS`). Ingest is idempotent:
 events are keyed by ``(session, seq)`` and requests by ``(session, key)``, so the same file twice
 adds nothing, and a log that has grown since adds only its new events (the rows are written by
 :mod:`dashboard.services.session_writer`).
@@ -10,7 +11,8 @@ adds nothing, and a log that has grown since adds only its new events (the rows 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,12 +33,18 @@ from dashboard.services.gc_pause import gc_paused
 from dashboard.services.ingest_jobs import SAVED_FILE_KINDS
 from dashboard.services.ingest_summary import IngestSummary
 from dashboard.services.projcache import projcache_ingest
-from dashboard.services.rollups import rollups_refresh, rollups_refresh_sessions
+from dashboard.services.rollups import RollupBuckets
 from dashboard.services.session_writer import write_session
 from projections.formats import read_sessions
 from projections.normalized import FormatError, LineError, LineNotice, SessionImport
 
 PROJCACHE_NAME = "session_projcache.json"
+GROUP_SESSIONS = 50
+GROUP_SECONDS = 1.0
+"""A folder's sessions are committed a group at a time, each group when it holds this many
+sessions or has taken this long: one commit and one refresh of the usage rollups for the group
+rather than for each of its sessions, while a long ingest still shows its sessions as it goes and
+holds its locks (SQLite's one writer, a session's row) no longer than about a second."""
 
 Note = TypeVar("Note", IngestError, IngestNotice)
 
@@ -82,16 +90,9 @@ def ingest_paths(
     # Each session's transaction deletes the outbox rows of the sessions before it; their follow-ups
     # are enqueued a batch of sessions at a time.
     with followups_clear_later(), followups_gathered() as gathered:
-        for path in paths:
-            if not path.exists():
-                summary.errors.append(
-                    LineError(path=str(path), line=None, field="path", reason="no such file or folder")
-                )
-                continue
-            try:
-                _ingest_path(path, source, format, summary, blocks, on_progress)
-            except FormatError as error:
-                summary.errors.append(error.error)
+        imports = _imports(paths, format, summary, on_progress)
+        while _store_group(imports, source, summary, blocks):
+            pass
         link_parents(source)
     summary.followups_pending.extend(gathered.refused)
     if job is not None:
@@ -99,14 +100,49 @@ def ingest_paths(
     return summary
 
 
-def _ingest_path(
-    path: Path,
-    source: Source,
-    format: str | None,
-    summary: IngestSummary,
-    blocks: BlockStore,
-    on_progress: ProgressCallback | None,
-) -> None:
+def _store_group(
+    imports: Iterator[SessionImport], source: Source, summary: IngestSummary, blocks: BlockStore
+) -> bool:
+    """Store sessions of ``imports`` in one transaction, each in a savepoint of its own, until
+    :data:`GROUP_SESSIONS` are stored or :data:`GROUP_SECONDS` have passed; their usage rollups are
+    refreshed once, before it commits. Whether ``imports`` may hold more.
+
+    A session the database refuses is rolled back to its savepoint alone, as in a transaction of
+    its own; an error that stops the ingest rolls back the group, which a retry stores again.
+    """
+    rollups = RollupBuckets()
+    started = time.monotonic()
+    with transaction.atomic():
+        for count, imported in enumerate(imports, start=1):
+            stored = ingest_session(imported, source=source, summary=summary, blocks=blocks, rollups=rollups)
+            if stored is not None and imported.format == "dsh":
+                _check_host_projections(Path(imported.path), source, summary)
+            if count >= GROUP_SESSIONS or time.monotonic() - started >= GROUP_SECONDS:
+                rollups.refresh()
+                return True
+        rollups.refresh()
+    return False
+
+
+def _imports(
+    paths: Iterable[Path], format: str | None, summary: IngestSummary, on_progress: ProgressCallback | None
+) -> Iterator[SessionImport]:
+    """Every session under ``paths`` in turn; a path that is missing or cannot be read is reported."""
+    for path in paths:
+        if not path.exists():
+            summary.errors.append(
+                LineError(path=str(path), line=None, field="path", reason="no such file or folder")
+            )
+            continue
+        try:
+            yield from _path_imports(path, format, on_progress)
+        except FormatError as error:
+            summary.errors.append(error.error)
+
+
+def _path_imports(
+    path: Path, format: str | None, on_progress: ProgressCallback | None
+) -> Iterator[SessionImport]:
     finished: set[str] = set()
     current = ""
     for imported in read_sessions(path, format=format):
@@ -116,9 +152,7 @@ def _ingest_path(
                 finished.add(current)
                 on_progress(_file_size(Path(current)))
             current = imported.path
-        stored = ingest_session(imported, source=source, summary=summary, blocks=blocks)
-        if stored is not None and imported.format == "dsh":
-            _check_host_projections(Path(imported.path), source, summary)
+        yield imported
     if on_progress and current and current not in finished:
         on_progress(_file_size(Path(current)))
 
@@ -134,9 +168,18 @@ def _check_host_projections(log: Path, source: Source, summary: IngestSummary) -
 
 
 def ingest_session(
-    imported: SessionImport, *, source: Source, summary: IngestSummary, blocks: BlockStore | None = None
+    imported: SessionImport,
+    *,
+    source: Source,
+    summary: IngestSummary,
+    blocks: BlockStore | None = None,
+    rollups: RollupBuckets | None = None,
 ) -> Session | None:
-    """Store one imported session atomically; return it, or ``None`` when it was rolled back."""
+    """Store one imported session atomically; return it, or ``None`` when it was rolled back.
+
+    ``rollups``: gathers the session's usage buckets for the caller to refresh before its
+    transaction commits; without it they are refreshed in the session's own transaction.
+    """
     blocks = blocks or BlockStore()
     if imported.fatal:
         summary.errors.append(
@@ -155,11 +198,15 @@ def ingest_session(
             written = write_session(imported, source, summary, blocks)
             session = written.session
             if summary.requests_added > requests_before:
-                # In the session's transaction, so the overview's sums commit with the requests.
+                # In the session's transaction (or the caller's), so the overview's sums commit
+                # with the requests.
+                buckets = rollups or RollupBuckets()
                 if written.new_hours is not None:
-                    rollups_refresh(buckets={source.pk: written.new_hours})
+                    buckets.add_hours(source.pk, written.new_hours)
                 else:
-                    rollups_refresh_sessions(session_ids=[session.pk])
+                    buckets.add_session(session.pk)
+                if rollups is None:
+                    buckets.refresh()
             changed = summary.sessions_unchanged == unchanged_before
             if changed:
                 # The outbox row commits with the rows, so follow-ups cut off after the commit are resent.

@@ -81,9 +81,42 @@ def rollups_refresh_sessions(*, session_ids: Iterable[int]) -> None:
     rollups_refresh(buckets=session_buckets(session_ids=session_ids))
 
 
+class RollupBuckets:
+    """The buckets of the sessions a transaction stores, refreshed once before it commits.
+
+    A transaction that stores many sessions (a step of a folder's ingest, an API batch) refreshes
+    each bucket once for all of them rather than once a session. A session rolled back to its
+    savepoint may leave its buckets here: refreshing a bucket sums what is stored, so that costs a
+    recount, never a wrong sum.
+    """
+
+    def __init__(self) -> None:
+        self.hours: dict[int, set[datetime]] = defaultdict(set)
+        self.session_ids: list[int] = []
+
+    def add_hours(self, source_id: int, hours: Iterable[datetime]) -> None:
+        """The hours a new session's requests fall in."""
+        self.hours[source_id].update(hours)
+
+    def add_session(self, session_id: int) -> None:
+        """A session stored before, whose hours are read from its rows."""
+        self.session_ids.append(session_id)
+
+    def refresh(self) -> None:
+        """Recompute every bucket gathered, in the caller's transaction; then start afresh."""
+        buckets = self.hours
+        if self.session_ids:
+            for source_id, hours in session_buckets(session_ids=self.session_ids).items():
+                buckets[source_id].update(hours)
+        rollups_refresh(buckets=buckets)
+        self.hours = defaultdict(set)
+        self.session_ids = []
+
+
 def rollups_refresh(*, buckets: dict[int, set[datetime]]) -> None:
     """Recompute the given hours of each source from its requests, and the days they fall in."""
-    for source_id, hours in buckets.items():
+    # In source order, as every refresh takes the sources' locks: two cannot wait on each other.
+    for source_id, hours in sorted(buckets.items()):
         if hours:
             # Inside the caller's transaction (an ingest's, a deletion's) no savepoint of its own:
             # an error here rolls the caller's work back with it, as the sums must.

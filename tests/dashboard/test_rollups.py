@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import IntegrityError
 
 from dashboard.models import Request, Session, UsageRollup
+from dashboard.services import ingest as ingest_service
+from dashboard.services import rollups as rollups_service
 from dashboard.services.ingest import ingest_paths
 from dashboard.services.rollups import rollups_rebuild, rollups_refresh_sessions
 from tests.dashboard.logs import write_jsonl
@@ -161,4 +164,65 @@ def test_hours_are_cut_in_utc_whatever_the_time_zone(tmp_path: Path, settings: A
 
     days = sorted(row.bucket_start.astimezone(UTC) for row in UsageRollup.objects.filter(granularity="day"))
     assert days == [datetime(2026, 1, 5, tzinfo=UTC), datetime(2026, 1, 6, tzinfo=UTC)]
+    assert_rollups_match_the_requests()
+
+
+def folder_of_captures(tmp_path: Path, *names: str) -> Path:
+    folder = tmp_path / "captures"
+    for minutes, name in enumerate(names):
+        write_jsonl(folder / f"{name}.jsonl", spread(conversation(), START + timedelta(minutes=minutes)))
+    return folder
+
+
+def counted_refreshes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the refreshes of the rollups, each with the number of hours it recomputed."""
+    refreshes: list[int] = []
+    refresh = rollups_service.rollups_refresh
+
+    def counting(*, buckets: dict[int, set[datetime]]) -> None:
+        refreshes.append(sum(len(hours) for hours in buckets.values()))
+        refresh(buckets=buckets)
+
+    monkeypatch.setattr(rollups_service, "rollups_refresh", counting)
+    return refreshes
+
+
+def test_a_folders_sessions_refresh_their_buckets_once_a_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refreshes = counted_refreshes(monkeypatch)
+    folder = folder_of_captures(tmp_path, "a", "b", "c")
+    ingest_paths(paths=[folder], source_name="proxy", format="anthropic-capture")
+    assert refreshes == [3]  # the three sessions' three hours, each once
+    assert_rollups_match_the_requests()
+
+    monkeypatch.setattr(ingest_service, "GROUP_SESSIONS", 2)
+    refreshes.clear()
+    ingest_paths(
+        paths=[folder_of_captures(tmp_path / "later", "d", "e", "f")],
+        source_name="proxy",
+        format="anthropic-capture",
+    )
+    assert len(refreshes) == 2
+    assert_rollups_match_the_requests()
+
+
+def test_a_session_the_database_refuses_leaves_the_rest_of_its_group_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write = ingest_service.write_session
+
+    def refuses_b(imported: Any, *args: Any, **kwargs: Any) -> Any:
+        written = write(imported, *args, **kwargs)
+        if imported.external_id == "b":
+            raise IntegrityError("refused after its rows were written")
+        return written
+
+    monkeypatch.setattr(ingest_service, "write_session", refuses_b)
+    summary = ingest_paths(
+        paths=[folder_of_captures(tmp_path, "a", "b", "c")], source_name="proxy", format="anthropic-capture"
+    )
+    assert sorted(Session.objects.values_list("external_id", flat=True)) == ["a", "c"]
+    assert [error.field for error in summary.errors] == ["session"]
+    assert Request.objects.count() == 6
     assert_rollups_match_the_requests()
