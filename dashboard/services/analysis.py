@@ -301,7 +301,7 @@ def _store(
     by_key = {row.key: row for row in rows}
     with transaction.atomic():
         # Lock the session row: two analyses of one session write one after the other.
-        Session.objects.select_for_update().filter(pk=session.pk).first()
+        Session.objects.select_for_update(no_key=True).filter(pk=session.pk).first()
         # One UPDATE where no newer reading was stored; the job row is looked for only when it misses.
         job = SessionAnalysis.objects.filter(session=session)
         if (

@@ -276,7 +276,8 @@ def _fold_store(folded: list[tuple[Session, list[Track], SessionFold]]) -> None:
     ids = sorted(session.pk for session, _, _ in folded)
     with transaction.atomic():
         # Locked in id order, as every batch locks them, so two batches cannot deadlock.
-        list(Session.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk"))
+        locked = Session.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk")
+        list(locked.values_list("pk"))
         # Every row of the sessions at once, under the lock: the stale ones to discard, the live ones
         # to keep when a concurrent fold took them further.
         stored: dict[int, list[ProjectionRow]] = defaultdict(list)

@@ -270,7 +270,7 @@ def refold_session(*, run: FoldRun, session_id: int) -> FoldRunResult | None:
     to_bytes = new.state_bytes() if new.seq is not None else 0
 
     with transaction.atomic():
-        Session.objects.select_for_update().filter(pk=session_id).exists()
+        Session.objects.select_for_update(no_key=True).filter(pk=session_id).exists()
         if FoldRunResult.objects.filter(run=run, session_id=session_id).exists():
             return None  # another worker recorded it while this one folded
         if not session.unfoldable:

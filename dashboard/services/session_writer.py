@@ -44,7 +44,10 @@ class WrittenSession:
 def write_session(
     imported: SessionImport, source: Source, summary: IngestSummary, blocks: BlockStore
 ) -> WrittenSession:
-    session, created = Session.objects.select_for_update().get_or_create(
+    # FOR NO KEY UPDATE (as every writer of a session locks it): two ingests of one session take
+    # turns, while a row that only refers to the session (another batch's analysis request, its
+    # foreign-key check) is not kept waiting, which could otherwise close a circle of waits.
+    session, created = Session.objects.select_for_update(no_key=True).get_or_create(
         source=source,
         external_id=imported.external_id[:200],
         defaults=_session_fields(imported),
