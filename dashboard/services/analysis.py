@@ -208,6 +208,7 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
     # committed, so the rows read below hold at least what this generation asked to analyse.
     generation = SessionAnalysis.objects.filter(session_id=OuterRef("pk")).values("generation")[:1]
     session = Session.objects.annotate(analysis_generation=Subquery(generation)).get(pk=session_id)
+    read_generation: int = getattr(session, "analysis_generation", None) or 0
     # The rows without their bodies' units: those are read a batch at a time as the analysis walks
     # the session (see StoredBodies), so a long conversation is never held whole.
     rows = list(Request.objects.filter(session=session).order_by("ordinal").defer(*BODY_FIELDS))
@@ -217,7 +218,7 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
         bodies = StoredBodies(rows, order)
         events = _analysed_events(session)
         result = analyse_records(records, events, bodies=bodies, foreign=foreign_writes(session, rows))
-        _store(session, rows, result, session.analysis_generation or 0, owner, prices)
+        _store(session, rows, result, read_generation, owner, prices)
     except Exception as error:
         if owner:
             SessionAnalysis.objects.filter(session_id=session_id, claimed_by=owner).update(
@@ -337,9 +338,9 @@ def _store(
                 )
             )
         insert_rows(RequestAnalysis, analyses, batch_size=WRITE_BATCH)
-        warnings_store(session=session, result=result, requests=by_key, prices=prices)
+        if warnings_store(session=session, result=result, requests=by_key, prices=prices):
+            sessions_refresh_warning_count(session_ids=[session.pk])
         host_notes_store(session=session, notes=result.host_notes, requests=by_key)
-        sessions_refresh_warning_count(session_ids=[session.pk])
         finished = timezone.now()
         _done(session, rows, result, owner, finished)
         # Keyed by the session as read before its rows: should an ingest have added rows since,

@@ -40,8 +40,9 @@ def warnings_store(
     result: RecordsAnalysis,
     requests: Mapping[str, Request],
     prices: Sequence[Price] | None = None,
-) -> list[Warning]:
-    """Keep one Warning row per (kind, place) with the number of requests that showed it.
+) -> bool:
+    """Keep one Warning row per (kind, place) with the number of requests that showed it; whether
+    a row was added or removed, which changes the session's count of warnings.
 
     Rows the analysis wrote before and no longer finds are removed; a row found again keeps its
     first-seen time. The row links the first request that showed it, dates itself by that request's
@@ -61,7 +62,6 @@ def warnings_store(
     Warning.objects.filter(pk__in=stale).delete()
     analyses = {r.key: r.data for r in result.results}
     times = event_times(session_id=session.pk, seqs=(f.seq for f in result.findings if f.seq is not None))
-    kept: list[Warning] = []
     new: list[Warning] = []
     for (kind, place), (index, count) in grouped.items():
         finding = result.findings[index]
@@ -84,10 +84,9 @@ def warnings_store(
             for name, value in values.items():
                 setattr(row, name, value)
             row.save(update_fields=[*values, "last_seen"])
-        kept.append(row)
     # One insert for the rows found for the first time: a session's first analysis finds them all.
     Warning.objects.bulk_create(new, batch_size=WRITE_BATCH)
-    return kept
+    return bool(new or stale)
 
 
 def _stakes(

@@ -203,3 +203,17 @@ def test_a_warning_count_already_right_is_not_written_again() -> None:
     assert sessions_refresh_warning_count(session_ids=[quiet.pk, warned.pk]) == 1
     assert sessions_refresh_warning_count(session_ids=[quiet.pk, warned.pk]) == 0
     assert Session.objects.get(pk=warned.pk).warning_count == 1
+
+
+def test_storing_says_whether_the_analysis_added_or_removed_a_warning() -> None:
+    session = session_named("one")
+    request = usage_row(session, 0, START, read=1_000, write=0)
+    found = RecordsAnalysis(
+        results=[result_for(request.key, predicted_read=101_000)],
+        findings=[Finding("unexplained-miss", "main", "read 1,000 of 101,000", request.key)],
+    )
+    requests = {request.key: request}
+    assert warnings_store(session=session, result=found, requests=requests)
+    assert not warnings_store(session=session, result=found, requests=requests)  # the same one again
+    assert warnings_store(session=session, result=RecordsAnalysis(), requests=requests)  # gone
+    assert not Warning.objects.filter(session=session).exists()
