@@ -135,9 +135,10 @@ def _cpu_ms(client: Any, page: Page, reads: int = 5) -> float:
 
 def _wasted_first_view(client: Any, name: str, *, ledgers: bool = True) -> Any:
     """The wasted-writes panel as the first reader after a price change or a restart reads it (this
-    process's cache emptied; the sessions' cost ledgers stay). Without ``ledgers``, as the first
-    reader after the upgrade that brought them: every candidate's cost figured from its requests,
-    and its ledger stored."""
+    process's cache emptied; the sessions' cost ledgers stay). Without ``ledgers``: every
+    candidate's cost figured from its requests, and its ledger stored, as after the upgrade that
+    brought ledgers before ``migrate`` made the missing ones (dashboard/migrate_hooks.py); now only
+    ledgers deleted by hand leave the panel so."""
 
     def call() -> Any:
         from django.core.cache import cache

@@ -9,8 +9,10 @@ class DashboardConfig(AppConfig):
 
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
+        from django.db.models.signals import post_migrate
 
         from dashboard import role_sync
+        from dashboard.migrate_hooks import make_missing_cost_ledgers
         from dashboard.postgres_timestamps import use_psycopg_timestamps
         from dashboard.services.followups import register_followups_module
 
@@ -20,3 +22,4 @@ class DashboardConfig(AppConfig):
         register_followups_module("dashboard.tasks")
         role_sync.connect()
         connection_created.connect(use_psycopg_timestamps, dispatch_uid="cachescope-psycopg-timestamps")
+        post_migrate.connect(make_missing_cost_ledgers, sender=self, dispatch_uid="cachescope-cost-ledgers")

@@ -1,0 +1,68 @@
+"""After ``migrate``, every session has its cost ledger, whenever it was stored."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+
+from dashboard.migrate_hooks import make_missing_cost_ledgers
+from dashboard.models import Request, Session, SessionCostLedger, Source
+
+pytestmark = pytest.mark.django_db
+
+
+def session_without_ledger() -> Session:
+    """A session as stored before ledgers existed: its requests, no ledger."""
+    session = Session.objects.create(source=Source.objects.create(name="laptop"), external_id="old")
+    Request.objects.create(
+        session=session,
+        ordinal=0,
+        key="req_0",
+        provider="anthropic",
+        model="claude-sonnet-4-20250514",
+        started_at=datetime(2026, 1, 5, 9, tzinfo=UTC),
+        uncached_input_tokens=50,
+        cache_read_tokens=0,
+        cache_write_5m_tokens=12_000,
+        output_tokens=10,
+    )
+    return session
+
+
+def state_at(name: str) -> object:
+    """The apps registry the migrations leave at ``dashboard.name``."""
+    return MigrationLoader(connection).project_state(("dashboard", name)).apps
+
+
+def test_migrate_makes_the_ledger_a_session_stored_before_ledgers_lacks() -> None:
+    session = session_without_ledger()
+    out = io.StringIO()
+    call_command("migrate", verbosity=1, stdout=out)
+    ledger = SessionCostLedger.objects.get(session=session)
+    assert set(ledger.tallies) == {"claude-sonnet-4-20250514"}
+    assert "Made the cost ledgers of 1 sessions" in out.getvalue()
+
+    out = io.StringIO()
+    call_command("migrate", verbosity=1, stdout=out)  # nothing left to make: nothing said
+    assert "cost ledgers" not in out.getvalue()
+
+
+def test_a_migration_backwards_or_a_flush_makes_no_ledger() -> None:
+    session_without_ledger()
+    latest = state_at(MigrationLoader(connection).graph.leaf_nodes("dashboard")[0][1])
+    make_missing_cost_ledgers(plan=[(object(), True)], apps=latest)
+    make_missing_cost_ledgers(plan=None, apps=None)  # what flush sends
+    assert not SessionCostLedger.objects.exists()
+    make_missing_cost_ledgers(plan=[], apps=latest)
+    assert SessionCostLedger.objects.count() == 1
+
+
+def test_a_schema_left_behind_the_code_makes_no_ledger() -> None:
+    session_without_ledger()
+    make_missing_cost_ledgers(plan=[], apps=state_at("0028_fold_result_listed_indexes"))
+    assert not SessionCostLedger.objects.exists()
