@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from celery import Task, shared_task
-from django.db import OperationalError
 
 from dashboard.services.analysis import (
     analyses_claim,
@@ -16,15 +15,13 @@ from dashboard.services.analysis import (
 )
 from dashboard.services.followups import register_followup
 from dashboard.services.leases import Heartbeat, lease_owner, lease_seconds
+from dashboard.tasks.options import IDEMPOTENT
 
 
 @shared_task(
     name="dashboard.tasks.analyse_session",
     bind=True,
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def analyse_session_task(self: Task[[int], None], session_id: int) -> None:
     """Analyse session ``session_id`` if its analysis is queued; re-running it only rewrites the same rows."""
@@ -42,10 +39,7 @@ def analyse_session_task(self: Task[[int], None], session_id: int) -> None:
 @shared_task(
     name="dashboard.tasks.analyse_sessions",
     bind=True,
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def analyse_sessions_task(self: Task[[list[int]], None], session_ids: list[int]) -> None:
     """Analyse those of ``session_ids`` whose analysis is queued, one after the other, under one lease."""

@@ -24,14 +24,12 @@ from dashboard.services.refold import (
     fold_run_finish_if_complete,
     refold_run,
 )
+from dashboard.tasks.options import IDEMPOTENT
 
 
 @shared_task(
     name="dashboard.tasks.fold_session",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def fold_session_task(session_id: int) -> None:
     """Bring the live projection rows of one session up to its last stored event."""
@@ -40,10 +38,7 @@ def fold_session_task(session_id: int) -> None:
 
 @shared_task(
     name="dashboard.tasks.fold_sessions",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def fold_sessions_task(session_ids: list[int]) -> None:
     """Bring the live projection rows of several sessions up to their last stored events."""
@@ -59,10 +54,7 @@ def enqueue_session_folds(session_ids: list[int]) -> None:
 @shared_task(
     name="dashboard.tasks.refold_run",
     bind=True,
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def refold_run_task(self: Task[Any, Any], run_id: int, resume: bool = False) -> None:
     """Claim run ``run_id`` and enqueue one chunk task per chunk of its pending sessions.
@@ -80,10 +72,7 @@ def refold_run_task(self: Task[Any, Any], run_id: int, resume: bool = False) -> 
 
 @shared_task(
     name="dashboard.tasks.refold_chunk",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def refold_chunk_task(run_id: int, session_ids: list[int]) -> None:
     """Re-fold the sessions of one chunk that have no result yet; the last chunk finishes the run."""

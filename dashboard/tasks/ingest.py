@@ -9,15 +9,13 @@ from django.db import OperationalError
 
 from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_release, ingest_job_run
 from dashboard.services.leases import LeaseLost, lease_owner
+from dashboard.tasks.options import IDEMPOTENT
 
 
 @shared_task(
     name="dashboard.tasks.ingest_job",
     bind=True,
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **IDEMPOTENT,
 )
 def ingest_job_task(self: Task[Any, Any], job_id: int) -> None:
     """Ingest the files of job ``job_id`` under a lease (see :mod:`dashboard.services.leases`).

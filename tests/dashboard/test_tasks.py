@@ -46,3 +46,17 @@ def test_a_real_worker_ingests_a_job_sent_through_the_broker(dsh_log: Path, tmp_
     job.refresh_from_db()
     assert (job.status, job.sessions_added, job.events_added) == ("done", 1, 5)
     assert Session.objects.get().external_id == "s1"
+
+
+def test_every_task_is_acknowledged_late_and_retried_while_the_database_is_away() -> None:
+    from django.db import OperationalError
+
+    import dashboard.tasks as tasks
+
+    for name in tasks.__all__:
+        task = getattr(tasks, name)
+        if not hasattr(task, "delay"):
+            continue  # a helper that sends tasks, not a task
+        assert task.acks_late, name
+        assert task.autoretry_for == (OperationalError,), name
+        assert (task.retry_backoff, task.max_retries) == (True, 5), name
