@@ -3,7 +3,7 @@ the batch tasks fold and analyse them in a few queries and commits rather than a
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ import dashboard.tasks  # noqa: F401  (registers the follow-ups)
 from dashboard.models import (
     PendingFollowup,
     ProjectionRow,
-    Request,
     RequestAnalysis,
     Session,
     SessionAnalysis,
@@ -30,12 +29,11 @@ from dashboard.services.ingest import ingest_paths
 from dashboard.tasks import analyse_sessions_task
 from projections.folds.registry import live_projections
 from tests.dashboard.logs import write_dsh_log
+from tests.dashboard.test_analysis import START, usage_row
 
 pytestmark = pytest.mark.django_db
 
 # The ingests below commit for real (transaction=True): follow-ups run once a session commits.
-
-START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
 def folder_of_logs(root: Path, *names: str) -> Path:
@@ -138,22 +136,7 @@ def transcript_session(source: Source, name: str) -> Session:
     """A transcript session of two calls, analysed from their usage alone."""
     session = Session.objects.create(source=source, external_id=name, format="claude-code")
     for ordinal in range(2):
-        Request.objects.create(
-            session=session,
-            ordinal=ordinal,
-            key=f"req_{ordinal}",
-            provider="anthropic",
-            platform="anthropic",
-            api="messages",
-            model="claude-sonnet-4-20250514",
-            started_at=START + timedelta(minutes=ordinal),
-            uncached_input_tokens=50,
-            cache_read_tokens=12_000 * ordinal,
-            cache_write_5m_tokens=12_000,
-            cache_write_1h_tokens=0,
-            output_tokens=10,
-            usage_convention="anthropic",
-        )
+        usage_row(session, ordinal, START + timedelta(minutes=ordinal), 12_000 * ordinal, 12_000)
     return session
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime
 
 import pytest
 from django.core.management import call_command
@@ -11,7 +10,8 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
 from dashboard.migrate_hooks import make_missing_cost_ledgers
-from dashboard.models import Request, Session, SessionCostLedger, Source
+from dashboard.models import Session, SessionCostLedger, Source
+from tests.dashboard.test_analysis import START, usage_row
 
 pytestmark = pytest.mark.django_db
 
@@ -19,18 +19,7 @@ pytestmark = pytest.mark.django_db
 def session_without_ledger() -> Session:
     """A session as stored before ledgers existed: its requests, no ledger."""
     session = Session.objects.create(source=Source.objects.create(name="laptop"), external_id="old")
-    Request.objects.create(
-        session=session,
-        ordinal=0,
-        key="req_0",
-        provider="anthropic",
-        model="claude-sonnet-4-20250514",
-        started_at=datetime(2026, 1, 5, 9, tzinfo=UTC),
-        uncached_input_tokens=50,
-        cache_read_tokens=0,
-        cache_write_5m_tokens=12_000,
-        output_tokens=10,
-    )
+    usage_row(session, 0, START, read=0, write=12_000, model="claude-sonnet-4-20250514")
     return session
 
 
