@@ -9,10 +9,11 @@ the TTL window, read in one query per analysed session (see :func:`foreign_write
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from django.db import OperationalError, transaction
+from django.db import DatabaseError, OperationalError, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -139,7 +140,7 @@ def analyses_claim(*, session_ids: Sequence[int], owner: str) -> list[int]:
         session_id__in=session_ids, claimed_by=owner[:200], started_at=now
     ).values_list("session_id", flat=True)
     held = set(mine)
-    return [pk for pk in session_ids if pk in held]
+    return [pk for pk in dict.fromkeys(session_ids) if pk in held]
 
 
 def analysis_renew(*, session_id: int, owner: str) -> bool:
@@ -188,19 +189,32 @@ def sessions_analyse(*, session_ids: Sequence[int], owner: str = "") -> None:
     """:func:`session_analyse` for each of ``session_ids`` in turn, with the price table read once.
 
     A session whose analysis fails is recorded as failed and the others are still analysed; the
-    first such error is raised at the end. A database that cannot be reached stops them all at once.
+    first such error is raised at the end. A database that cannot be reached stops them all at once,
+    and ``owner``'s claims on those not yet analysed are queued again for the task's retry.
     """
     prices = prices_load()
     failed: Exception | None = None
-    for session_id in session_ids:
+    for index, session_id in enumerate(session_ids):
         try:
             session_analyse(session_id=session_id, owner=owner, prices=prices)
         except OperationalError:
+            if owner:
+                _release(session_ids[index + 1 :], owner)
             raise
         except Exception as error:
             failed = failed or error
     if failed is not None:
         raise failed
+
+
+def _release(session_ids: Sequence[int], owner: str) -> None:
+    """Queue again ``owner``'s claims on ``session_ids``, so another task (or a retry, under an owner
+    of its own) claims them at once rather than once their lease runs out; the lease is what is left
+    should the database still be away."""
+    with contextlib.suppress(DatabaseError):
+        SessionAnalysis.objects.filter(
+            session_id__in=list(session_ids), claimed_by=owner[:200], status=SessionAnalysis.Status.RUNNING
+        ).update(status=SessionAnalysis.Status.QUEUED, claimed_by="", lease_until=None)
 
 
 def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> RecordsAnalysis:

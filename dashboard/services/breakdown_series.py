@@ -19,7 +19,8 @@ from django.core.cache import cache
 
 from dashboard.models import Request, Session, SessionAnalysis
 from dashboard.models.requests import current_lineage
-from dashboard.services.folds import Track, fold_tracks, session_records
+from dashboard.services.folds import session_records
+from dashboard.services.lockstep import Track, fold_tracks
 from projections.cache.lineage import is_side_call
 from projections.context_series import Basis, ContextRow, RequestFigures, context_rows
 from projections.events import METERING_TYPES, current_spelling

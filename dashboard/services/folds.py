@@ -13,28 +13,24 @@ written in one transaction.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import tee
 from typing import Any
 
 import orjson
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from dashboard.models import Event, ProjectionRow, Session, Warning
+from dashboard.services.lockstep import Track, drain, fold_tracks
 from dashboard.services.session_warnings import session_warn, sessions_refresh_warning_count
-from projections.folds.fold import FoldStep
 from projections.folds.registry import (
-    AnyProjection,
     FoldError,
-    fold_views,
     live_projections,
     live_versions,
-    state_size_bytes,
 )
-from projections.normalized import JSON, EventRecord
+from projections.normalized import EventRecord
 
 EVENT_CHUNK = 2000
 
@@ -96,104 +92,6 @@ def fold_error_message(error: FoldError, *, key: str, ver: int, session: str) ->
     return f"{key} v{ver}: {error.with_session(session)}"
 
 
-# --- lockstep folding --------------------------------------------------------------------------------
-
-
-@dataclass
-class Track:
-    """One projection being folded over a session's events, from a state at ``seq`` (``None``: the start)."""
-
-    projection: AnyProjection
-    state: Any
-    seq: int | None = None
-    view: Any = None
-    error: FoldError | None = None
-    folded: int = 0
-    """Events folded by this run of the track (not counting those its starting state held)."""
-
-    @classmethod
-    def start(cls, projection: AnyProjection) -> Track:
-        return cls(projection, projection.init())
-
-    @classmethod
-    def resume(cls, projection: AnyProjection, row: ProjectionRow) -> Track:
-        state = projection.deserialize(row.val)
-        return cls(projection, state, row.seq, projection.view(state))
-
-    @property
-    def key(self) -> str:
-        return self.projection.key
-
-    @property
-    def ver(self) -> int:
-        return self.projection.state_version
-
-    @property
-    def view_json(self) -> JSON:
-        return None if self.seq is None else self.projection.view_json(self.view)
-
-    def state_bytes(self) -> int:
-        return state_size_bytes(self.projection, self.state)
-
-
-def fold_tracks(
-    tracks: list[Track], events: Iterable[EventRecord]
-) -> Generator[tuple[EventRecord, list[FoldStep[Any, Any] | None]], None, None]:
-    """Fold every track over ``events`` in lockstep, yielding each event with each track's step.
-
-    A track's step is ``None`` when the track does not take the event (its state already holds it,
-    or it has stopped at an error). A :class:`FoldError` stops its own track only, at the last good
-    state; the others go on. Events are read once, whatever the number of tracks.
-    """
-    if not tracks:
-        return
-    try:
-        yield from _lockstep(tracks, events)
-    finally:
-        # A stream from the database holds a cursor until it is closed, even when a fold stopped early.
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()
-
-
-def _lockstep(
-    tracks: list[Track], events: Iterable[EventRecord]
-) -> Iterator[tuple[EventRecord, list[FoldStep[Any, Any] | None]]]:
-    raw, *branches = tee(events, len(tracks) + 1)
-    folds = [
-        fold_views(track.projection, branch, track.state, track.seq)
-        for track, branch in zip(tracks, branches, strict=True)
-    ]
-    live = [True] * len(tracks)
-    for event in raw:
-        steps: list[FoldStep[Any, Any] | None] = []
-        for index, track in enumerate(tracks):
-            if not live[index] or (track.seq is not None and event.seq <= track.seq):
-                steps.append(None)
-                continue
-            try:
-                step = next(folds[index])
-            except FoldError as error:
-                track.error = error
-                live[index] = False
-                # Drop the generator so the branch's buffered events can be freed.
-                folds[index] = iter(())
-                steps.append(None)
-                continue
-            track.state, track.seq, track.view = step.state, step.seq, step.view
-            track.folded += 1
-            steps.append(step)
-        yield event, steps
-        if not any(live):
-            return
-
-
-def drain(iterator: Iterator[Any]) -> None:
-    """Run an iterator to its end for its side effects."""
-    for _ in iterator:
-        pass
-
-
 # --- incremental fold --------------------------------------------------------------------------------
 
 
@@ -231,29 +129,40 @@ def fold_session(*, session_id: int) -> SessionFold:
 def fold_sessions(*, session_ids: Sequence[int]) -> list[SessionFold]:
     """Bring every live projection row of each session up to its last stored event, in order.
 
-    Folding happens outside any transaction; the rows are then written in one short transaction
-    that keeps whichever row is further along, so two folds of the same session never step back.
-    The sessions' rows are read in one query and written in that one transaction, whatever their number.
+    The sessions and their rows are read in one query each, and each session is folded outside any
+    transaction. The rows are then written under the sessions' locks, keeping whichever row is further
+    along, so two folds of the same session never step back (see :func:`_fold_store`). A session
+    whose fold fails is reported and the others are still folded; the first such error is raised at
+    the end.
     """
+    session_ids = list(dict.fromkeys(session_ids))
     sessions = Session.objects.filter(pk__in=session_ids).only("id", "external_id", "unfoldable")
     by_id = {session.pk: session for session in sessions}
     live_rows: dict[int, dict[str, ProjectionRow]] = defaultdict(dict)
     for row in ProjectionRow.objects.filter(_live_rows(), session_id__in=list(by_id)):
         live_rows[row.session_id][row.key] = row
     results: list[SessionFold] = []
-    folded: list[tuple[Session, list[Track], SessionFold]] = []
+    folded: list[Folded] = []
+    failed: Exception | None = None
     for session_id in session_ids:
         session = by_id.get(session_id)
+        result = SessionFold(session_id)
+        results.append(result)
         if session is None:
-            results.append(SessionFold(session_id, skipped="the session no longer exists"))
+            result.skipped = "the session no longer exists"
         elif session.unfoldable:
-            results.append(SessionFold(session_id, skipped=f"the log cannot be folded: {session.unfoldable}"))
+            result.skipped = f"the log cannot be folded: {session.unfoldable}"
         else:
-            tracks = _fold_tracks(session_id, live_rows[session_id])
-            folded.append((session, tracks, SessionFold(session_id)))
-            results.append(folded[-1][2])
-    if folded:
-        _fold_store(folded)
+            try:
+                folded.append(Folded(session, _fold_tracks(session_id, live_rows[session_id]), result))
+            except OperationalError:
+                raise  # the database is away: the task's retry folds them all again
+            except Exception as error:
+                result.skipped = f"the fold failed: {type(error).__name__}: {error}"
+                failed = failed or error
+    _fold_store(folded)
+    if failed is not None:
+        raise failed
     return results
 
 
@@ -271,32 +180,67 @@ def _fold_tracks(session_id: int, rows: dict[str, ProjectionRow]) -> list[Track]
     return tracks
 
 
-def _fold_store(folded: list[tuple[Session, list[Track], SessionFold]]) -> None:
-    """Write what :func:`fold_sessions` folded, each session's errors as warnings, in one transaction."""
-    ids = sorted(session.pk for session, _, _ in folded)
+@dataclass
+class Folded:
+    """A session folded by :func:`fold_sessions`, its tracks to write and the result to report."""
+
+    session: Session
+    tracks: list[Track]
+    result: SessionFold
+
+
+def _fold_store(folded: list[Folded]) -> None:
+    """Write what :func:`fold_sessions` folded: the sessions nobody else is writing in one
+    transaction, then each of the others in one of its own once it is free.
+
+    The first transaction passes over a locked session rather than wait for it while holding the
+    others' locks, and the ones after it hold one lock each: a fold never waits with locks held, so
+    it cannot close a circle of waits with an ingest that holds several sessions at once.
+    """
     with transaction.atomic():
-        # Locked in id order, as every batch locks them, so two batches cannot deadlock.
-        locked = Session.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk")
-        list(locked.values_list("pk"))
-        # Every row of the sessions at once, under the lock: the stale ones to discard, the live ones
-        # to keep when a concurrent fold took them further.
-        stored: dict[int, list[ProjectionRow]] = defaultdict(list)
-        for row in ProjectionRow.objects.filter(session_id__in=ids):
-            stored[row.session_id].append(row)
-        new: list[ProjectionRow] = []
-        for session, tracks, result in folded:
-            discarded = _discard_stale_rows(stored[session.pk])
-            writes: list[tuple[Track, str]] = []
-            for track in tracks:
-                error = _fold_error_warn(session, track)
-                if track.folded or error:
-                    writes.append((track, error))
-                result.keys.append(
-                    KeyFold(track.key, track.ver, track.seq, track.folded, discarded.get(track.key, 0), error)
-                )
-            new.extend(_rows_to_write(session_id=session.pk, writes=writes, stored=stored[session.pk]))
-        ProjectionRow.objects.bulk_create(new)
-        sessions_refresh_warning_count(session_ids=ids)
+        ids = [item.session.pk for item in folded]
+        free = Session.objects.select_for_update(no_key=True, skip_locked=True).filter(pk__in=ids)
+        unlocked = set(free.values_list("pk", flat=True))
+        _fold_write([item for item in folded if item.session.pk in unlocked])
+    for item in folded:
+        if item.session.pk in unlocked:
+            continue
+        with transaction.atomic():
+            if not Session.objects.select_for_update(no_key=True).filter(pk=item.session.pk).exists():
+                item.result.skipped = "the session no longer exists"  # deleted while it was folded
+                continue
+            _fold_write([item])
+
+
+def _fold_write(folded: list[Folded]) -> None:
+    """Write the rows and errors of sessions whose locks the caller's transaction holds."""
+    if not folded:
+        return
+    # Every row of the sessions at once, under the locks: the stale ones to discard, the live ones
+    # to keep when a concurrent fold took them further.
+    stored: dict[int, list[ProjectionRow]] = defaultdict(list)
+    for row in ProjectionRow.objects.filter(session_id__in=[item.session.pk for item in folded]):
+        stored[row.session_id].append(row)
+    new: list[ProjectionRow] = []
+    warned: list[int] = []
+    for item in folded:
+        session, result = item.session, item.result
+        discarded = _discard_stale_rows(stored[session.pk])
+        writes: list[tuple[Track, str]] = []
+        for track in item.tracks:
+            error = _fold_error_warn(session, track)
+            if track.folded or error:
+                writes.append((track, error))
+            result.keys.append(
+                KeyFold(track.key, track.ver, track.seq, track.folded, discarded.get(track.key, 0), error)
+            )
+        if any(key.error for key in result.keys):
+            warned.append(session.pk)
+        new.extend(_rows_to_write(session_id=session.pk, writes=writes, stored=stored[session.pk])[0])
+    ProjectionRow.objects.bulk_create(new)
+    if warned:
+        # Only a fold error adds a warning here; a fold without one leaves the count as it was.
+        sessions_refresh_warning_count(session_ids=warned)
 
 
 def _fold_error_warn(session: Session, track: Track) -> str:
@@ -350,23 +294,19 @@ def rows_write(
 ) -> int:
     """:func:`row_write` for several tracks, each with its error, given the session's ``stored`` rows
     as read under its lock; the new rows are inserted in one query. Returns how many were written."""
-    written: list[ProjectionRow] = []
-    new = _rows_to_write(session_id=session_id, writes=writes, stored=stored, written=written)
+    new, written = _rows_to_write(session_id=session_id, writes=writes, stored=stored)
     ProjectionRow.objects.bulk_create(new)
-    return len(written)
+    return written
 
 
 def _rows_to_write(
-    *,
-    session_id: int,
-    writes: Iterable[tuple[Track, str]],
-    stored: Iterable[ProjectionRow],
-    written: list[ProjectionRow] | None = None,
-) -> list[ProjectionRow]:
-    """Save the ``stored`` rows the tracks take further; return the new rows, for the caller to
-    insert with others. ``written``, when given, receives every row saved or to insert."""
+    *, session_id: int, writes: Iterable[tuple[Track, str]], stored: Iterable[ProjectionRow]
+) -> tuple[list[ProjectionRow], int]:
+    """Save the ``stored`` rows the tracks take further; the new rows, for the caller to insert (with
+    other sessions' when it writes several), and how many rows are written in all."""
     rows = {(row.key, row.ver): row for row in stored}
     new: list[ProjectionRow] = []
+    written = 0
     for track, error in writes:
         row = rows.get((track.key, track.ver))
         if row is not None and row.seq is not None:
@@ -382,12 +322,10 @@ def _rows_to_write(
             "error": error,
         }
         if row is None:
-            row = ProjectionRow(session_id=session_id, key=track.key, ver=track.ver, **values)
-            new.append(row)
+            new.append(ProjectionRow(session_id=session_id, key=track.key, ver=track.ver, **values))
         else:
             for name, value in values.items():
                 setattr(row, name, value)
             row.save()
-        if written is not None:
-            written.append(row)
-    return new
+        written += 1
+    return new, written

@@ -17,6 +17,7 @@ idempotent, so enqueueing one twice costs a repeated task, never a wrong row.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,6 +28,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from dashboard.models import PendingFollowup
+
+log = logging.getLogger(__name__)
 
 
 def broker_errors() -> tuple[type[BaseException], ...]:
@@ -99,6 +102,9 @@ def enqueue_followups(session_ids: list[int]) -> list[int]:
     :func:`followups_clear_later`, by the next transaction); a refused one leaves it for a resend.
     """
     refused: list[int] = []
+    # Once each, in order: a session stored twice in one ingest (the same log in two folders) has
+    # one set of follow-ups, and a task never folds or analyses a session twice over.
+    session_ids = list(dict.fromkeys(session_ids))
     for start in range(0, len(session_ids), FOLLOWUP_BATCH):
         batch = session_ids[start : start + FOLLOWUP_BATCH]
         sent = True
@@ -127,6 +133,8 @@ class Gathered:
         self.refused: list[int] = []
 
     def add(self, session_id: int) -> None:
+        if session_id in self.due:
+            return  # stored again since it fell due: its follow-ups will read both
         self.due.append(session_id)
         if len(self.due) >= FOLLOWUP_BATCH:
             self.send()
@@ -145,16 +153,30 @@ def followups_gathered() -> Iterator[Gathered]:
     they are enqueued together, a batch whenever :data:`FOLLOWUP_BATCH` are due and the rest at the
     block's end. Read ``refused`` after the block for the sessions the broker refused.
 
-    Should the block stop on an error, what it gathered is left to the outbox's resend: enqueueing
-    (in-process, running) the follow-ups of an ingest being interrupted would only delay its end.
+    Should the block stop on an error, what it gathered is still enqueued before the error goes on;
+    an interruption (Ctrl-C, a worker's shutdown) leaves it to the outbox's resend instead, as
+    enqueueing in-process runs the follow-ups and would only delay the stop.
     """
     gathered = Gathered()
     token = _gathered.set(gathered)
     try:
         yield gathered
+    except Exception:
+        # The sessions committed before the error keep their follow-ups; a failure to enqueue them
+        # (the database or broker the error came from) leaves them to the outbox's resend.
+        _send_after_error(gathered)
+        raise
     finally:
         _gathered.reset(token)
     gathered.send()
+
+
+def _send_after_error(gathered: Gathered) -> None:
+    count = len(gathered.due)
+    try:
+        gathered.send()
+    except Exception:
+        log.exception("the follow-ups of %d stored sessions were left to the resend", count)
 
 
 def followups_due(session_id: int) -> bool:

@@ -17,12 +17,8 @@ from typing import Any
 from django.db import transaction
 
 from dashboard.models import ProjcacheCheck, Session, Source, Warning
-from dashboard.services.folds import (
-    Track,
-    drain,
-    fold_tracks,
-    session_records,
-)
+from dashboard.services.folds import session_records
+from dashboard.services.lockstep import Track, drain, fold_tracks
 from dashboard.services.session_warnings import session_refresh_warning_count, session_warn
 from projections.folds.fold import FoldStep
 from projections.folds.registry import UnknownProjection, get_projection

@@ -31,15 +31,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Session, Warning
-from dashboard.services.folds import (
-    Track,
-    fold_error_message,
-    fold_error_place,
-    fold_tracks,
-    row_write,
-    session_records,
-)
+from dashboard.services.folds import fold_error_message, fold_error_place, row_write, session_records
 from dashboard.services.leases import lease_seconds
+from dashboard.services.lockstep import Track, fold_tracks
 from dashboard.services.session_warnings import session_refresh_warning_count, session_warn
 from projections.folds.registry import UnknownProjection, get_projection
 

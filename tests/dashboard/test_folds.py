@@ -19,7 +19,7 @@ from dashboard.services.ingest import ingest_paths
 from dashboard.services.projcache import agrees, projcache_ingest
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6, ContextBreakdownV8
 from projections.folds.fold import fold, to_row
-from projections.folds.registry import get_projection, live_projections, live_versions
+from projections.folds.registry import get_projection, live_projections, live_versions, state_size_bytes
 from projections.normalized import EventRecord
 from projections.synthetic import LogBuilder
 
@@ -176,7 +176,7 @@ def test_a_row_holds_the_state_view_and_size_of_a_fold_from_scratch(db: None) ->
     state = fold(live, log.events)
     assert row.val == to_row(live, state, log.events[-1].seq).val
     assert row.view == live.view(state).to_json()
-    assert row.state_bytes == folds.state_size_bytes(live, state) > 0
+    assert row.state_bytes == state_size_bytes(live, state) > 0
 
 
 def test_a_new_event_costs_one_apply(db: None, count_applies: Callable[[str], list[int]]) -> None:

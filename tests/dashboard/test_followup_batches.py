@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -22,8 +22,8 @@ from dashboard.models import (
     Source,
 )
 from dashboard.services import analysis as analysis_service
-from dashboard.services import followups
-from dashboard.services.analysis import analyses_claim, analyses_request
+from dashboard.services import folds, followups
+from dashboard.services.analysis import analyses_claim, analyses_request, sessions_analyse
 from dashboard.services.folds import fold_sessions
 from dashboard.services.ingest import ingest_paths
 from dashboard.tasks import analyse_sessions_task
@@ -106,7 +106,7 @@ def stored_sessions(tmp_path: Path, *names: str, monkeypatch: pytest.MonkeyPatch
     return sorted(Session.objects.values_list("pk", flat=True))
 
 
-def test_folding_sessions_together_reads_each_log_once_and_writes_them_in_one_transaction(
+def test_folding_sessions_together_reads_each_log_once_and_writes_them_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     one, *others = stored_sessions(tmp_path, "s1", "s2", "s3", "s4", monkeypatch=monkeypatch)
@@ -114,12 +114,58 @@ def test_folding_sessions_together_reads_each_log_once_and_writes_them_in_one_tr
         fold_sessions(session_ids=[one])
     ProjectionRow.objects.all().delete()
     with CaptureQueriesContext(connection) as together:
-        results = fold_sessions(session_ids=[one, *others])
-    # Every other session costs the read of its log, and nothing else.
+        results = fold_sessions(session_ids=[one, *others, one])
+    # Every other session costs the read of its log, and nothing else: nobody else is writing them,
+    # so all are written in the one transaction.
     assert len(together) == len(alone) + len(others)
-    assert [result.session_id for result in results] == [one, *others]
+    assert [result.session_id for result in results] == [one, *others]  # the repeat folded once
     for session_id in (one, *others):
         assert ProjectionRow.objects.filter(session_id=session_id).count() == len(live_projections())
+
+
+def test_one_session_whose_fold_fails_leaves_the_others_folded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken, *fine = stored_sessions(tmp_path, "s1", "s2", "s3", monkeypatch=monkeypatch)
+    records = folds.session_records
+
+    def unreadable(*, session_id: int, **kwargs: Any) -> Any:
+        if session_id == broken:
+            raise ValueError("a log the fold cannot read")
+        return records(session_id=session_id, **kwargs)
+
+    monkeypatch.setattr(folds, "session_records", unreadable)
+    with pytest.raises(ValueError, match="a log the fold cannot read"):
+        fold_sessions(session_ids=[broken, *fine])
+    assert not ProjectionRow.objects.filter(session_id=broken).exists()
+    for session_id in fine:
+        assert ProjectionRow.objects.filter(session_id=session_id).count() == len(live_projections())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_stored_twice_in_one_ingest_is_folded_and_analysed_once(tmp_path: Path) -> None:
+    folder_of_logs(tmp_path / "a", "s1", "s2")
+    folder_of_logs(tmp_path / "b", "s1")  # the same log in a second folder
+    ingest_paths(paths=[tmp_path / "a", tmp_path / "b"], source_name="farm")
+    for session in Session.objects.all():
+        assert ProjectionRow.objects.filter(session=session).count() == len(live_projections())
+        assert SessionAnalysis.objects.get(session=session).status == "done"
+    assert not PendingFollowup.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ingest_stopped_by_an_unexpected_error_still_enqueues_what_it_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches = recorded_followups(monkeypatch)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug after the sessions were stored")
+
+    monkeypatch.setattr("dashboard.services.ingest.link_parents", broken)
+    with pytest.raises(RuntimeError):
+        ingest_paths(paths=[folder_of_logs(tmp_path, "s1", "s2")], source_name="farm")
+    assert batches == [sorted(Session.objects.values_list("pk", flat=True))]
 
 
 def test_folding_sessions_passes_over_one_that_is_gone(
@@ -185,3 +231,78 @@ def test_one_failed_analysis_leaves_the_others_of_its_batch_stored(monkeypatch: 
     assert SessionAnalysis.objects.get(session=broken).status == "failed"
     assert SessionAnalysis.objects.get(session=fine).status == "done"
     assert RequestAnalysis.objects.filter(session=fine).count() == 2
+
+
+def test_a_database_error_queues_again_the_claims_not_yet_analysed(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = Source.objects.create(name="laptop")
+    first, second = transcript_session(source, "a"), transcript_session(source, "b")
+    analyses_request(session_ids=[first.pk, second.pk])
+    assert analyses_claim(session_ids=[first.pk, second.pk], owner="task-a") == [first.pk, second.pk]
+
+    def away(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(analysis_service, "analyse_records", away)
+    with pytest.raises(OperationalError):
+        sessions_analyse(session_ids=[first.pk, second.pk], owner="task-a")
+    waiting = SessionAnalysis.objects.get(session=second)
+    assert (waiting.status, waiting.claimed_by) == ("queued", "")
+    assert analyses_claim(session_ids=[second.pk], owner="task-b") == [second.pk]
+
+
+def test_a_session_deleted_while_it_was_folded_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone, kept = stored_sessions(tmp_path, "s1", "s2", monkeypatch=monkeypatch)
+    fold = folds._fold_tracks
+
+    def deleted_meanwhile(session_id: int, rows: Any) -> Any:
+        tracks = fold(session_id, rows)
+        if session_id == gone:
+            Session.objects.filter(pk=gone).delete()
+        return tracks
+
+    monkeypatch.setattr(folds, "_fold_tracks", deleted_meanwhile)
+    skipped, folded = fold_sessions(session_ids=[gone, kept])
+    assert skipped.skipped == "the session no longer exists"
+    assert folded.events_folded > 0
+    assert ProjectionRow.objects.filter(session_id=kept).count() == len(live_projections())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_another_writer_holds_is_written_once_it_is_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's; SQLite's writers take turns")
+    import psycopg
+
+    held, free = stored_sessions(tmp_path, "s1", "s2", monkeypatch=monkeypatch)
+    settings = connection.settings_dict
+    other = psycopg.connect(
+        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
+    )
+    try:
+        # Another writer (an ingest of s1) holds its session; the fold writes s2 at once, then waits
+        # for s1 holding no lock of its own, and writes it once the other lets go.
+        other.execute("SELECT 1 FROM dashboard_session WHERE id = %s FOR NO KEY UPDATE", [held])
+        write = folds._fold_write
+        written: list[list[int]] = []
+
+        def let_go_after_the_free_ones(items: Any) -> None:
+            written.append([item.session.pk for item in items])
+            write(items)
+            if written == [[free]]:
+                other.rollback()
+
+        monkeypatch.setattr(folds, "_fold_write", let_go_after_the_free_ones)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '5s'")  # a fold that waits with s1 held fails, not hangs
+        fold_sessions(session_ids=[held, free])
+    finally:
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert written == [[free], [held]]
+    for session_id in (held, free):
+        assert ProjectionRow.objects.filter(session_id=session_id).count() == len(live_projections())
