@@ -12,7 +12,7 @@ The rows get no primary key back, and a conflict is an error as it is for ``bulk
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection
@@ -27,15 +27,22 @@ def insert_rows(model: type[Model], rows: Sequence[Model], *, batch_size: int = 
         model._default_manager.bulk_create(rows, batch_size=batch_size)
         return
     fields = [field for field in model._meta.concrete_fields if not field.primary_key]
-    table = connection.ops.quote_name(model._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    # Only the model's own identifiers are formatted in; every value goes through the COPY stream.
-    sql = f"COPY {table} ({columns}) FROM STDIN"
-    # Django's wrapper turns the driver's errors into its own (IntegrityError, DataError), which the
-    # callers catch to refuse one session rather than stop the ingest.
+    copy_in(model._meta.db_table, [field.column for field in fields], (_values(row, fields) for row in rows))
+
+
+def copy_in(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """PostgreSQL's COPY of ``rows``, values in the order of ``columns``, into ``table``, in the
+    caller's transaction: one stream instead of one statement a row or an array a column.
+
+    Django's wrapper turns the driver's errors into its own (IntegrityError, DataError), which the
+    ingest catches to refuse one session rather than stop.
+    """
+    quote = connection.ops.quote_name
+    # Only identifiers are formatted in; every value goes through the COPY stream.
+    sql = f"COPY {quote(table)} ({', '.join(quote(column) for column in columns)}) FROM STDIN"
     with connection.cursor() as cursor, connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
         for row in rows:
-            copy.write_row(_values(row, fields))
+            copy.write_row(row)
 
 
 def _values(row: Model, fields: list[Any]) -> list[Any]:

@@ -2,7 +2,8 @@
 
 Events are most of what an ingest writes (millions of rows at fleet scale), and building a model
 instance per row costs more than the insert itself. This writer prepares each row's values once,
-in the shape the database stores, and sends them with one ``executemany`` per batch. It writes
+in the shape the database stores, and sends them with one COPY per batch on PostgreSQL
+(:func:`~dashboard.services.copy_rows.copy_in`), one ``executemany`` elsewhere. It writes
 exactly the columns of :class:`dashboard.models.Event`, which the tests compare row for row with
 what the ORM reads back.
 """
@@ -17,6 +18,7 @@ import orjson
 from django.db import connection
 
 from dashboard.models import Event
+from dashboard.services.copy_rows import copy_in
 from projections.normalized import EventRecord
 from projections.wall_clock import WALL_CLOCK_FROM
 
@@ -50,7 +52,6 @@ class EventWriter:
         columns = ", ".join(connection.ops.quote_name(c) for c in _COLUMNS)
         # Only fixed identifiers are formatted in; every value goes through a parameter.
         self.sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join(slots)})"  # noqa: S608
-        self.copy_sql = f"COPY {table} ({columns}) FROM STDIN"
 
     @property
     def time_range(self) -> tuple[datetime, datetime] | None:
@@ -85,18 +86,11 @@ class EventWriter:
     def flush(self) -> int:
         """Insert what is queued; return how many rows this writer has inserted in all."""
         if self.rows:
-            with connection.cursor() as cursor:
-                if connection.vendor == "postgresql":
-                    self._copy(cursor.cursor)
-                else:
+            if connection.vendor == "postgresql":
+                copy_in(Event._meta.db_table, _COLUMNS, self.rows)  # one stream per batch
+            else:
+                with connection.cursor() as cursor:
                     cursor.executemany(self.sql, self.rows)
             self.written += len(self.rows)
             self.rows.clear()
         return self.written
-
-    def _copy(self, cursor: Any) -> None:
-        """PostgreSQL's COPY: one stream per batch instead of one statement per row. The driver's
-        errors are raised as Django's, which the ingest catches to refuse one session alone."""
-        with connection.wrap_database_errors, cursor.copy(self.copy_sql) as copy:
-            for row in self.rows:
-                copy.write_row(row)
