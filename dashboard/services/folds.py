@@ -286,24 +286,19 @@ def row_write(*, session_id: int, track: Track, error: str = "") -> bool:
     Returns whether the row was written. Call inside a transaction that holds the session's lock.
     """
     stored = ProjectionRow.objects.filter(session_id=session_id, key=track.key, ver=track.ver).first()
-    return bool(rows_write(session_id=session_id, writes=[(track, error)], stored=[stored] if stored else []))
-
-
-def rows_write(
-    *, session_id: int, writes: Iterable[tuple[Track, str]], stored: Iterable[ProjectionRow]
-) -> int:
-    """:func:`row_write` for several tracks, each with its error, given the session's ``stored`` rows
-    as read under its lock; the new rows are inserted in one query. Returns how many were written."""
-    new, written = _rows_to_write(session_id=session_id, writes=writes, stored=stored)
+    new, written = _rows_to_write(
+        session_id=session_id, writes=[(track, error)], stored=[stored] if stored else []
+    )
     ProjectionRow.objects.bulk_create(new)
-    return written
+    return bool(written)
 
 
 def _rows_to_write(
     *, session_id: int, writes: Iterable[tuple[Track, str]], stored: Iterable[ProjectionRow]
 ) -> tuple[list[ProjectionRow], int]:
-    """Save the ``stored`` rows the tracks take further; the new rows, for the caller to insert (with
-    other sessions' when it writes several), and how many rows are written in all."""
+    """Save the ``stored`` rows (the session's, read under its lock) that the tracks, each with its
+    error, take further; return the new rows, for the caller to insert (with other sessions' when it
+    writes several), and how many rows are written in all."""
     rows = {(row.key, row.ver): row for row in stored}
     new: list[ProjectionRow] = []
     written = 0

@@ -133,8 +133,6 @@ class Gathered:
         self.refused: list[int] = []
 
     def add(self, session_id: int) -> None:
-        if session_id in self.due:
-            return  # stored again since it fell due: its follow-ups will read both
         self.due.append(session_id)
         if len(self.due) >= FOLLOWUP_BATCH:
             self.send()

@@ -112,16 +112,17 @@ def _store_group(
     """
     rollups = RollupBuckets()
     started = time.monotonic()
+    more = False
     with transaction.atomic():
         for count, imported in enumerate(imports, start=1):
             stored = ingest_session(imported, source=source, summary=summary, blocks=blocks, rollups=rollups)
             if stored is not None and imported.format == "dsh":
                 _check_host_projections(Path(imported.path), source, summary)
             if count >= GROUP_SESSIONS or time.monotonic() - started >= GROUP_SECONDS:
-                rollups.refresh()
-                return True
+                more = True
+                break
         rollups.refresh()
-    return False
+    return more
 
 
 def _imports(

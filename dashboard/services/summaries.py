@@ -76,8 +76,16 @@ def session_refresh_summary(
             first_request=Min("started_at"),
             last_request=Max("started_at"),
         )
+        models = list(
+            Request.objects.filter(session=session)
+            .exclude(model="")
+            .order_by("model")
+            .values_list("model", flat=True)
+            .distinct()
+        )
     else:
         usage = asdict(new_requests)
+        models = sorted(new_requests.models)
     had_events = session.event_count > 0
     if events_added is None:
         dated = Q(time__gte=WALL_CLOCK_FROM)
@@ -87,16 +95,6 @@ def session_refresh_summary(
     else:
         first, last = event_times if event_times is not None else (None, None)
         events = {"count": session.event_count + events_added, "first": first, "last": last}
-    if new_requests is None:
-        models = list(
-            Request.objects.filter(session=session)
-            .exclude(model="")
-            .order_by("model")
-            .values_list("model", flat=True)
-            .distinct()
-        )
-    else:
-        models = sorted(new_requests.models)
     session.request_count = usage["requests"]
     session.uncached_input_tokens = usage["uncached"] or 0
     # The sums are null when no request reported the bucket: the pages show that as unknown, and
