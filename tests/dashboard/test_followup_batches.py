@@ -29,6 +29,7 @@ from dashboard.services.ingest import ingest_paths
 from dashboard.tasks import analyse_sessions_task
 from projections.folds.registry import live_projections
 from tests.dashboard.logs import write_dsh_log
+from tests.dashboard.postgres import other_connection
 from tests.dashboard.test_analysis import START, usage_row
 
 pytestmark = pytest.mark.django_db
@@ -275,13 +276,8 @@ def test_a_session_another_writer_holds_is_written_once_it_is_free(
 ) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("row locks are PostgreSQL's; SQLite's writers take turns")
-    import psycopg
-
     held, free = stored_sessions(tmp_path, "s1", "s2", monkeypatch=monkeypatch)
-    settings = connection.settings_dict
-    other = psycopg.connect(
-        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
-    )
+    other = other_connection()
     try:
         # Another writer (an ingest of s1) holds its session; the fold writes s2 at once, then waits
         # for s1 holding no lock of its own, and writes it once the other lets go.

@@ -24,6 +24,7 @@ from dashboard.services.tokens import token_create
 from projections.formats import read_sessions
 from projections.normalized import FormatError, SessionImport
 from tests.dashboard.logs import dsh_lines, write_dsh_log
+from tests.dashboard.postgres import other_connection
 
 pytestmark = pytest.mark.django_db
 
@@ -185,14 +186,9 @@ def test_clearing_the_outbox_passes_over_a_row_another_transaction_holds(tmp_pat
 
     if connection.vendor != "postgresql":
         pytest.skip("row locks are PostgreSQL's; SQLite's writers take turns")
-    import psycopg
-
     source = Source.objects.create(name="farm")
     summary = IngestSummary()
-    settings = connection.settings_dict
-    other = psycopg.connect(
-        host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
-    )
+    other = other_connection()
     try:
         with followups_clear_later():
             first = ingest_session(_imported(tmp_path, "s1"), source=source, summary=summary)
