@@ -2,10 +2,10 @@
 
 PostgreSQL compresses a value of more than about 2 kB before storing it out of line, with pglz
 unless told otherwise. Events, request bodies and analyses are mostly such values, and lz4
-compresses them about twice as fast and reads them back several times faster: on the Claude Code
-benchmark the sessions' writes took 60 ms less. Only values written from now on use it; a server
-built without lz4 (``default_toast_compression`` does not offer it) keeps pglz, and SQLite has no
-such setting.
+compresses them faster: 4.4 MB of Claude Code events went in in 30 ms against 68 ms with pglz, and
+the sessions' writes of the Claude Code benchmark took about 60 ms less. Only values written from
+now on use it; a server built without lz4 (``default_toast_compression`` does not offer it) keeps
+pglz, and SQLite has no such setting.
 """
 
 from __future__ import annotations
