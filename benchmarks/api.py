@@ -126,7 +126,7 @@ def _database(server_url: str, statement: str) -> None:
 
 def _token(env: dict[str, str]) -> str:
     code = (
-        "from dashboard.models import Source; from dashboard.services.tokens import token_create; "
+        "from dashboard.models import Source; from dashboard.access.tokens import token_create; "
         "source, _ = Source.objects.get_or_create(name='bench'); "
         "print(token_create(source=source, name='bench', created_by=None)[1])"
     )

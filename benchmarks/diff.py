@@ -34,10 +34,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from projections.cache import accel  # noqa: E402
-from projections.cache.canonical import digest  # noqa: E402
-from projections.cache.diff import diff_requests  # noqa: E402
-from projections.cache.rendering import render_request  # noqa: E402
+from projections.cache.render import accel  # noqa: E402
+from projections.cache.render.canonical import digest  # noqa: E402
+from projections.cache.render.diff import diff_requests  # noqa: E402
+from projections.cache.render.rendering import render_request  # noqa: E402
 from projections.formats import read_sessions  # noqa: E402
 from projections.normalized import RequestRecord, Usage  # noqa: E402
 

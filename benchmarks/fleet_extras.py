@@ -10,7 +10,7 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from benchmarks.listing_fleet import EPOCH
+from benchmarks.fleet_clock import EPOCH
 
 INGEST_JOBS = 20_000
 JOB_ERRORS = 5_000

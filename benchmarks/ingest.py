@@ -194,7 +194,7 @@ def _setup_django() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from dashboard.services import followups
+    from dashboard.ingest import followups
 
     # Ingest alone: folds and analyses are measured by their own benchmarks.
     followups._FOLLOWUP_MODULES.clear()
@@ -203,7 +203,7 @@ def _setup_django() -> None:
 
 def _child(corpus: Path) -> dict[str, Any]:
     _setup_django()
-    from dashboard.services.ingest import ingest_paths
+    from dashboard.ingest.files import ingest_paths
 
     started = time.perf_counter()
     summary = ingest_paths(paths=[corpus], source_name="bench")

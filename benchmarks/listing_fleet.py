@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from benchmarks.fleet_clock import EPOCH
+from benchmarks.fleet_extras import load_extras
 from projections.hit_rate import hit_rate
 
 HEAVY_REQUESTS = 2_000
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 SOURCES = (
     ("build-farm", 0.45, ("dsh",)),
@@ -187,11 +188,11 @@ def _ingest_heavy_log(rng: random.Random) -> None:
     from dashboard.demo import pools
     from dashboard.demo.cache_model import AnthropicCache
     from dashboard.demo.clock import at, epoch_ms
-    from dashboard.demo.dsh_log import DshLog
     from dashboard.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
-    from dashboard.demo.dsh_writer import write_session
+    from dashboard.demo.formats.dsh_log import DshLog
+    from dashboard.demo.formats.dsh_writer import write_session
     from dashboard.demo.scenarios import OPUS_41, SONNET
-    from dashboard.services.ingest import ingest_paths
+    from dashboard.ingest.files import ingest_paths
 
     turns = HEAVY_REQUESTS // 5
     log = DshLog(
@@ -268,8 +269,6 @@ def _load_bulk(rng: random.Random, args: argparse.Namespace) -> int:
     _copy(raw, "dashboard_warning", WARNING_COLUMNS, (row for rows in warnings_rows for row in rows))
     with _bare_table(raw, "dashboard_event"):
         _copy_lines(raw, "dashboard_event", EVENT_COLUMNS, _event_lines(plans))
-    from benchmarks.fleet_extras import load_extras
-
     load_extras(raw, rng, [plan.id for plan in plans], sorted(source_ids.values()))
     return sum(plan.events for plan in plans)
 

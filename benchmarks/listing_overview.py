@@ -137,7 +137,7 @@ def _wasted_first_view(client: Any, name: str, *, ledgers: bool = True) -> Any:
     """The wasted-writes panel as the first reader after a price change or a restart reads it (this
     process's cache emptied; the sessions' cost ledgers stay). Without ``ledgers``: every
     candidate's cost figured from its requests, and its ledger stored, as after the upgrade that
-    brought ledgers before ``migrate`` made the missing ones (dashboard/migrate_hooks.py); now only
+    brought ledgers before ``migrate`` made the missing ones (dashboard/costs/migrate_hooks.py); now only
     ledgers deleted by hand leave the panel so."""
 
     def call() -> Any:
@@ -161,8 +161,8 @@ def _raw_sums(name: str) -> Any:
         from django.db.models import Sum
         from django.db.models.functions import TruncDay
 
+        from dashboard.fleet.usage import fleet_window
         from dashboard.models import Request
-        from dashboard.services.fleet_usage import fleet_window
 
         window = fleet_window(name)
         assert window is not None

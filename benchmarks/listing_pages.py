@@ -56,8 +56,8 @@ def last_sessions_url() -> str:
     """The last page of the sessions list: the cursor of the row just before the oldest page."""
     from django.http import QueryDict
 
-    from dashboard.listing import PAGE_SIZE, SessionFilters, _encode
     from dashboard.models import Session
+    from dashboard.sessions.listing import PAGE_SIZE, SessionFilters, _encode
 
     ordered = SessionFilters.from_query(QueryDict()).ordered(Session.objects.all())
     oldest_first = ordered.reverse()
@@ -101,7 +101,7 @@ def _figures_cold(client: Any, session_id: int, *, ledger: bool = True) -> Calla
         from django.core.cache import cache
 
         from dashboard.models import Session, SessionAnalysis, SessionCostLedger
-        from dashboard.services.session_figures import session_figures_key
+        from dashboard.sessions.figures import session_figures_key
 
         session = Session.objects.get(pk=session_id)
         analysis = SessionAnalysis.objects.filter(session=session).first()
@@ -114,9 +114,9 @@ def _figures_cold(client: Any, session_id: int, *, ledger: bool = True) -> Calla
 
 
 def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
+    from dashboard.fleet.client_versions import known_client_versions
     from dashboard.models import FoldRun, IngestJob, Request
-    from dashboard.services.client_versions import known_client_versions
-    from dashboard.views import sessions
+    from dashboard.sessions import views as sessions
 
     # Named _known_models before it was shared with the requests list; the benchmark times either.
     known_models = getattr(sessions, "known_models", None) or sessions._known_models
@@ -171,6 +171,6 @@ def all_pages(viewer: Any, heavy_session_id: int) -> list[Page]:
 
 
 def _fleet_cache() -> Any:
-    from dashboard.services.fleet_cache import fleet_cache_context
+    from dashboard.fleet.cache_panels import fleet_cache_context
 
     return fleet_cache_context()

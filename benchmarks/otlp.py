@@ -49,10 +49,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
+    from dashboard.access.tokens import token_create
+    from dashboard.ingest import followups
+    from dashboard.ingest.otlp.body import otlp_request_dict
     from dashboard.models import Source
-    from dashboard.services import followups
-    from dashboard.services.otlp_body import otlp_request_dict
-    from dashboard.services.tokens import token_create
     from tests.dashboard.otlp_payloads import api_request, logs_json, logs_request
 
     if args.store_only:

@@ -313,8 +313,8 @@ def _job(
 
     from dashboard.celery import app
     from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Warning
-    from dashboard.services.refold import fold_run_create
-    from dashboard.services.refold_report import fold_run_report
+    from dashboard.refold.report import fold_run_report
+    from dashboard.refold.runs import fold_run_create
 
     # Back to the state before a version bump: positional rows only.
     ProjectionRow.objects.filter(key="contextBreakdown").delete()

@@ -260,7 +260,7 @@ def _consistent(tally: Tally) -> bool:
     from django.db.models import Count
 
     from dashboard.models import Event, ProjectionRow, Session
-    from dashboard.services.folds import Track, _live_rows, drain, fold_tracks, session_records
+    from dashboard.refold.folds import Track, _live_rows, drain, fold_tracks, session_records
     from projections.folds.registry import live_projections
 
     problems: list[str] = []

@@ -10,4 +10,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 app = Celery("cachescope")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["dashboard"])
+app.autodiscover_tasks(["dashboard.worker"])  # dashboard/worker/tasks.py gathers every task

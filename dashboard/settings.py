@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.client_address import trusted_proxy_networks
+from dashboard.access.client_address import trusted_proxy_networks
 from dashboard.env import env_bool, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -64,11 +64,11 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
-    "dashboard.roles.NoRoleNoDataMiddleware",
+    "dashboard.access.roles.NoRoleNoDataMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "dashboard.middleware.SecurityHeadersMiddleware",
+    "dashboard.web.middleware.SecurityHeadersMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during authentication into its response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -142,7 +142,7 @@ STORAGES = {
     # its content, with gzip and brotli copies beside it; WhiteNoise serves those names with a year's
     # cache lifetime, so a browser fetches plotly.js once per release, compressed. With DEBUG on, or
     # before collectstatic, pages link the plain names.
-    "staticfiles": {"BACKEND": "dashboard.static_storage.CollectedStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "dashboard.web.static_storage.CollectedStaticFilesStorage"},
 }
 # Plain names are also served straight from static/ (with a short cache lifetime): the tests use
 # them without collecting anything.
@@ -233,7 +233,7 @@ CACHES = {
 # Redis cache when CACHE_URL names one, else the database (shared even by the embedded default).
 CACHESCOPE_LOGIN_FAILURE_LIMIT = env_int("CACHESCOPE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 CACHESCOPE_LOGIN_LOCKOUT_SECONDS = env_int("CACHESCOPE_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
-# Proxies (addresses or networks) whose X-Forwarded-For is believed; see dashboard/client_address.py.
+# Proxies (addresses or networks) whose X-Forwarded-For is believed; see dashboard/access/client_address.py.
 CACHESCOPE_TRUSTED_PROXIES = env_list("CACHESCOPE_TRUSTED_PROXIES", [])
 trusted_proxy_networks(CACHESCOPE_TRUSTED_PROXIES)  # a bad value stops the start, naming it
 AUTHENTICATION_BACKENDS = [
@@ -244,8 +244,8 @@ AXES_FAILURE_LIMIT = CACHESCOPE_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(seconds=CACHESCOPE_LOGIN_LOCKOUT_SECONDS)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "dashboard.client_address.client_address"
-AXES_LOCKOUT_CALLABLE = "dashboard.views.auth.login_locked_out"
+AXES_CLIENT_IP_CALLABLE = "dashboard.access.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "dashboard.access.login.login_locked_out"
 AXES_HANDLER = (
     "axes.handlers.cache.AxesCacheHandler" if _cache_url else "axes.handlers.database.AxesDatabaseHandler"
 )

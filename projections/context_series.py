@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from projections.cache.lineage import is_side_call
-from projections.model_windows import context_window
+from projections.cache.predict.lineage import is_side_call
 from projections.normalized import JSON, EventRecord, RequestRecord
+from projections.providers.model_windows import context_window
 from projections.request_breakdown import RequestBreakdown, body_breakdown, inferred_envelope
 
 Basis = Literal["request body", "log", "usage"]
@@ -37,7 +37,7 @@ class RequestFigures:
     model: str
     lineage: str
     """The importer's role (``main``, ``side``, ``subagent``) or, once analysed, the analysis's
-    lineage (``side-2``, ...); :func:`~projections.cache.lineage.is_side_call` reads either."""
+    lineage (``side-2``, ...); :func:`~projections.cache.predict.lineage.is_side_call` reads either."""
     breakdown: RequestBreakdown | None
     """Priced from the request body; ``None`` when the source logged no body."""
     prompt_tokens: int | None
@@ -178,7 +178,7 @@ def context_rows(
     ``steps`` pairs each event with the fold's view (``systemTokens``, ``toolsTokens`` — read as 0
     when the view has no such key — and ``messageTokens``); ``requests`` maps the seq of each
     call's answering event to the call's figures; ``host`` names the agent that wrote the log, for
-    the windows it runs models with (:func:`projections.model_windows.host_of_format`).
+    the windows it runs models with (:func:`projections.providers.model_windows.host_of_format`).
 
     The basis is one per session: request bodies when any call has one; otherwise the log, when the
     log prices a system prompt or tools by the first main call; otherwise usage. Rows before the

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from projections.hit_rate import hit_rate
-from projections.provider_diagnosis import ProviderDiagnosis
+from projections.providers.diagnosis import ProviderDiagnosis
 
 JSON = Any
 """A value decoded from JSON (dict, list, str, int, float, bool or None)."""
@@ -110,7 +110,7 @@ class RequestRecord:
     """The request's ``anthropic-beta`` values when the source logged its headers (e.g. the 1M window)."""
     provider_diagnosis: ProviderDiagnosis | None = None
     """The provider's own reason for a cache miss, when its response stated one (see
-    :mod:`projections.provider_diagnosis`)."""
+    :mod:`projections.providers.diagnosis`)."""
     client_version: str = ""
     """The client release that sent the call, ``"<client> <version>"`` (see
     :mod:`projections.client_version`); empty when the source does not say."""

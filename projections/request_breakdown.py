@@ -21,7 +21,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from projections.formats.anthropic_blocks import to_dsh_blocks
+from projections.formats.anthropic.blocks import to_dsh_blocks
 from projections.normalized import JSON
 from projections.prices import (
     BLOCK_OVERHEAD,

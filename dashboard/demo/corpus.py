@@ -12,7 +12,6 @@ from pathlib import Path
 from dashboard.demo import pools
 from dashboard.demo.cache_model import AnthropicCache
 from dashboard.demo.clock import at, epoch_ms
-from dashboard.demo.dsh_log import DshLog
 from dashboard.demo.dsh_scenarios import (
     DshPlan,
     DshRun,
@@ -25,7 +24,8 @@ from dashboard.demo.dsh_scenarios import (
     stamped_system,
     work_turn,
 )
-from dashboard.demo.dsh_writer import event_records, write_session
+from dashboard.demo.formats.dsh_log import DshLog
+from dashboard.demo.formats.dsh_writer import event_records, write_session
 from dashboard.demo.scenarios import OPUS_41, SONNET
 from projections.normalized import EventRecord
 

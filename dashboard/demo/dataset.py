@@ -13,21 +13,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.demo import pools
-from dashboard.demo.anthropic_capture import write_captures, write_connectome_log
 from dashboard.demo.cache_model import AnthropicCache
-from dashboard.demo.claude_code import (
+from dashboard.demo.clock import at, compact_stamp, epoch_ms
+from dashboard.demo.conversation import Call
+from dashboard.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
+from dashboard.demo.formats.anthropic_capture import write_captures, write_connectome_log
+from dashboard.demo.formats.claude_code import (
     TranscriptContext,
     prompt_line,
     synthetic_error,
     transcript_lines,
     write_transcript,
 )
-from dashboard.demo.claude_trace import write_trace_log
-from dashboard.demo.clock import at, compact_stamp, epoch_ms
-from dashboard.demo.conversation import Call
-from dashboard.demo.dsh_log import DshLog
-from dashboard.demo.dsh_scenarios import DshPlan, DshRun, dsh_tools, run_plan
-from dashboard.demo.dsh_writer import projcache, write_projcache, write_session
+from dashboard.demo.formats.claude_trace import write_trace_log
+from dashboard.demo.formats.dsh_log import DshLog
+from dashboard.demo.formats.dsh_writer import projcache, write_projcache, write_session
+from dashboard.demo.formats.openai_capture import OpenAIApi, openai_session, write_openai_captures
 from dashboard.demo.manifest import (
     DemoManifest,
     ExpectedSession,
@@ -36,7 +37,6 @@ from dashboard.demo.manifest import (
     calls_usage,
     lineage_counts,
 )
-from dashboard.demo.openai_capture import OpenAIApi, openai_session, write_openai_captures
 from dashboard.demo.scenarios import (
     OPUS_41,
     SONNET,

@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass, field
 
 from dashboard.demo import pools
-from dashboard.demo.dsh_log import HASH_SCHEME, DshLog
+from dashboard.demo.formats.dsh_log import HASH_SCHEME, DshLog
 
 DSH_TOOLS = ("read_file", "run_shell", "search", "edit_file", "screenshot")
 PRUNED_TEXT = "[tool output pruned to save context]"

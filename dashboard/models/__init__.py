@@ -1,12 +1,10 @@
 """The normalized records of DESIGN §3 and what is derived from them."""
 
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
-from dashboard.models.blocks import Block
-from dashboard.models.costs import SessionCostLedger
+from dashboard.models.costs import ModelPrice, SessionCostLedger
 from dashboard.models.followups import PendingFollowup
 from dashboard.models.host_notes import HostNote
 from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
-from dashboard.models.prices import ModelPrice
 from dashboard.models.projections import (
     FoldRun,
     FoldRunResult,
@@ -14,10 +12,9 @@ from dashboard.models.projections import (
     ProjectionRow,
     ProjectionTally,
 )
-from dashboard.models.requests import Request
+from dashboard.models.requests import Block, Request
 from dashboard.models.rollups import UsageRollup
-from dashboard.models.sessions import Event, Session
-from dashboard.models.sources import Source
+from dashboard.models.sessions import Event, Session, Source
 from dashboard.models.tokens import ApiToken
 from dashboard.models.warnings import Warning, WarningGroup
 

@@ -84,7 +84,7 @@ class RequestAnalysis(models.Model):
         null=True,
         blank=True,
         help_text="Tokens the previous request of the lineage left cached that this one processed again; "
-        "null until figured (see dashboard.services.request_figures).",
+        "null until figured (see dashboard.analysis.request_figures).",
     )
     cost = models.DecimalField(
         max_digits=18,
@@ -104,7 +104,7 @@ class RequestAnalysis(models.Model):
             models.Index(fields=["label"], name="analysis_label"),
             models.Index(fields=["cause"], name="analysis_cause"),
             # The requests list filters by these and reads its pages sorted by them off the index,
-            # the request breaking ties (dashboard.request_listing).
+            # the request breaking ties (dashboard.requests.listing).
             models.Index(fields=["wasted_tokens", "request"], name="analysis_wasted_request"),
             models.Index(fields=["cost", "request"], name="analysis_cost_request"),
         ]

@@ -12,7 +12,7 @@ class PendingFollowup(models.Model):
 
     Written in the same transaction as the session's rows, and deleted once its follow-ups are
     enqueued, so a request cut off between its commit and its enqueues leaves this row behind, and
-    :func:`dashboard.services.followups.followups_resend` enqueues them later.
+    :func:`dashboard.ingest.followups.followups_resend` enqueues them later.
     """
 
     session = models.OneToOneField(Session, primary_key=True, on_delete=models.CASCADE, related_name="+")

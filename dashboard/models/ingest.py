@@ -136,6 +136,10 @@ class IngestJob(models.Model):
         return min(99, round(100 * self.bytes_done / self.bytes_total))
 
 
+SAVED_FILE_KINDS = (IngestJob.Kind.UPLOAD, IngestJob.Kind.API)
+"""Jobs whose input the web process saved under the data folder, where every worker reads it."""
+
+
 class IngestLineNote(models.Model):
     """What an ingest says about one line: file, line, field and reason. Errors and notices differ
     only in what they mean, so they share these columns and their wording."""

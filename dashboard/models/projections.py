@@ -48,7 +48,7 @@ class ProjectionTally(models.Model):
     it — the fold, a re-fold, a session's deletion, a bulk load — and none takes a lock for it: a
     change appends a row rather than updating a shared one. The projections page sums the few rows
     per key and version, and merges them when they pile up
-    (:func:`dashboard.services.projection_tally.projection_tallies`).
+    (:func:`dashboard.refold.tally.projection_tallies`).
     """
 
     key = models.CharField(max_length=80)

@@ -84,7 +84,7 @@ class Request(models.Model):
 
     # The provider's own reason for a cache miss, as its response stated it (Anthropic's
     # diagnostics.cache_miss_reason.type, OpenAI's prompt_cache_diagnostics reason or type): empty
-    # when the response stated none. See projections.provider_diagnosis.
+    # when the response stated none. See projections.providers.diagnosis.
     provider_miss_reason = models.CharField(max_length=60, blank=True)
     provider_missed_tokens = models.BigIntegerField(
         null=True, blank=True, help_text="The tokens the provider says fell after the divergence."
@@ -101,7 +101,7 @@ class Request(models.Model):
             models.Index(fields=["session", "ordinal"], name="request_session_ordinal"),
             models.Index(fields=["started_at"], name="request_started"),
             models.Index(fields=["client_version"], name="request_client_version"),
-            # The list filters' models, read value by value off it (dashboard.services.distinct_values),
+            # The list filters' models, read value by value off it (dashboard.storage.distinct_values),
             # and the requests list filtered to one model.
             models.Index(fields=["model", "started_at"], name="request_model_started"),
             # The few requests whose response stated a cache-miss reason, for the overview's panel.
@@ -151,3 +151,20 @@ class Request(models.Model):
         return hit_rate(
             read=self.cache_read_tokens, uncached=self.uncached_input_tokens, writes=self.cache_write_tokens
         )
+
+
+class Block(models.Model):
+    """A content-addressed unit of a rendered request, stored once however often it is sent.
+
+    Two hundred turns of one conversation re-send the same tools, system prompt and history; each
+    distinct unit is one row, and requests refer to it by hash.
+    """
+
+    hash = models.CharField(max_length=32, primary_key=True)
+    kind = models.CharField(max_length=40)
+    canonical = models.TextField(help_text="Stable JSON of the unit without cache_control.")
+    chars = models.PositiveIntegerField()
+    tokens = models.PositiveIntegerField(help_text="Heuristic estimate (characters / 4).")
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.hash}"

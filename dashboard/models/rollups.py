@@ -1,7 +1,7 @@
 """Usage summed per hour and per day, by source and model, so the overview's charts and totals over
 weeks read a few thousand rows instead of every request.
 
-Rows are derived data: :mod:`dashboard.services.rollups` recomputes the buckets a session touches
+Rows are derived data: :mod:`dashboard.fleet.rollups` recomputes the buckets a session touches
 from its requests in the transaction that ingests it (and in the one that deletes it), and
 ``manage.py rollups_backfill`` rebuilds them all.
 """
@@ -9,11 +9,8 @@ from its requests in the transaction that ingests it (and in the one that delete
 from __future__ import annotations
 
 from django.db import models
-from django.db.models.signals import post_delete, pre_delete
-from django.dispatch import receiver
 
-from dashboard.models.sessions import Session
-from dashboard.models.sources import Source
+from dashboard.models.sessions import Source
 from projections.hit_rate import hit_rate
 
 
@@ -69,19 +66,3 @@ class UsageRollup(models.Model):
             uncached=self.uncached_input_tokens,
             writes=self.cache_write_5m_tokens + self.cache_write_1h_tokens,
         )
-
-
-@receiver(pre_delete, sender=Session, dispatch_uid="usage-rollups-before-session-delete")
-def _note_deleted_buckets(sender: type[Session], instance: Session, **kwargs: object) -> None:
-    """Note the buckets a session's requests fall in while they still exist."""
-    from dashboard.services.rollups import session_buckets
-
-    instance._rollup_buckets = session_buckets(session_ids=[instance.pk])  # type: ignore[attr-defined]
-
-
-@receiver(post_delete, sender=Session, dispatch_uid="usage-rollups-after-session-delete")
-def _refresh_deleted_buckets(sender: type[Session], instance: Session, **kwargs: object) -> None:
-    """Recompute those buckets without the session, in the transaction that deletes it."""
-    from dashboard.services.rollups import rollups_refresh
-
-    rollups_refresh(buckets=getattr(instance, "_rollup_buckets", {}))

@@ -6,10 +6,22 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.models.sources import Source
-
 EVENTS_PER_PAGE = 200
 """Events a page of the session's timeline reads at most; ``?page=N`` starts at seq (N - 1) times this."""
+
+
+class Source(models.Model):
+    """One agent host or deployment that sends logs to this dashboard."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=40, blank=True, help_text="What runs there, e.g. claude-code or dsh.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class SessionQuerySet(models.QuerySet["Session"]):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from dashboard.models.sources import Source
+from dashboard.models.sessions import Source
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):

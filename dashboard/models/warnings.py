@@ -49,7 +49,7 @@ class Warning(models.Model):
     Besides what and where, a warning keeps what the data says about it: the event it concerns
     (``seq``), when that happened (``happened_at``: the request's start or the event's time, never
     the time it was stored) and what is at stake (``tokens_at_stake``, ``cost_at_stake``; see
-    :mod:`dashboard.services.warning_stakes`).
+    :mod:`dashboard.analysis.warning_stakes`).
     """
 
     class Kind(models.TextChoices):

@@ -13,10 +13,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timezone import localtime
 
-from dashboard.glossary import term_named
-from dashboard.money import usd as usd_text
-from dashboard.percent import percent_text
-from dashboard.roles import has_role
+from dashboard.access.roles import has_role
+from dashboard.web.glossary import term_named
+from dashboard.web.money import usd as usd_text
+from dashboard.web.percent import percent_text
 from projections.wall_clock import is_wall_clock
 
 register = template.Library()

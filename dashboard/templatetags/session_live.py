@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 
 from dashboard.models import Session
-from dashboard.views.session_live import session_live_context
+from dashboard.sessions.live import session_live_context
 
 register = template.Library()
 

@@ -1,7 +1,7 @@
 """One entry point over a lineage's requests: render, diff, classify, predict and self-check.
 
 ``analyse_lineage(requests)`` gives, per request, everything the request page shows: its lineage
-(decided from the bodies, see :mod:`projections.cache.lineage`), the previous request's markers and
+(decided from the bodies, see :mod:`projections.cache.predict.lineage`), the previous request's markers and
 what became of them, the first change with its cause and remedy, the
 credited / wire-allows / reported / predicted figures, the miss label and the warnings.
 """
@@ -13,23 +13,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from projections.cache.causes import Cause, classify_change
-from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
 from projections.cache.cross_session import PrefixIndex, WriterRef
-from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
-from projections.cache.figures import Figures
-from projections.cache.lineage import LineageAssigner
-from projections.cache.prediction import CachePredictor
-from projections.cache.providers import (
-    TTL_SECONDS,
-    CacheEntry,
-    CallInput,
-    Prediction,
-    cache_facts,
-)
-from projections.cache.rendered_request import RenderedRequest, Tier
-from projections.cache.rendering import render_request
-from projections.cache.warnings import (
+from projections.cache.explain.causes import Cause, classify_change
+from projections.cache.explain.figures import Figures
+from projections.cache.explain.warnings import (
     CacheWarning,
     marker_limit,
     model_error,
@@ -37,6 +24,19 @@ from projections.cache.warnings import (
     render_mismatch,
     unexplained_miss,
 )
+from projections.cache.predict.cache_models import (
+    TTL_SECONDS,
+    CacheEntry,
+    CallInput,
+    Prediction,
+    cache_facts,
+)
+from projections.cache.predict.client_records import CreditRecord, WireReceipt, verify_wire_receipt
+from projections.cache.predict.lineage import LineageAssigner
+from projections.cache.predict.prediction import CachePredictor
+from projections.cache.render.diff import RequestDiff, TierShare, cacheability, diff_requests
+from projections.cache.render.rendered_request import RenderedRequest, Tier
+from projections.cache.render.rendering import render_request
 from projections.normalized import JSON, RequestRecord
 
 
@@ -139,7 +139,7 @@ def analyse_lineage(
     foreign: PrefixIndex | None = None,
 ) -> LineageAnalysis:
     """Analyse requests in the order given (start order); each is diffed against the request it
-    continues in its lineage (see :func:`~projections.cache.lineage.assign_lineages`), and one
+    continues in its lineage (see :func:`~projections.cache.predict.lineage.assign_lineages`), and one
     cache state is shared by all of them.
 
     ``credits`` and ``receipts`` are the client's own records, keyed by request key.
@@ -180,7 +180,7 @@ class LineageStream:
     rendering was let go (so it must give the same rendering again).
 
     A lineage's name can change with a later request (see
-    :class:`~projections.cache.lineage.LineageAssigner`), so the analyses name each lineage
+    :class:`~projections.cache.predict.lineage.LineageAssigner`), so the analyses name each lineage
     provisionally; once the iteration is over, :meth:`named` and :meth:`names` give the real names.
     """
 

@@ -4,7 +4,7 @@ The provider's cache is shared by every request of a workspace, so a compaction 
 a parallel session can read a prefix another session wrote minutes before. The analysis of one
 session takes those writes as a :class:`PrefixIndex`, built once per session from the other
 sessions' requests inside the TTL window (the caller queries them; see
-``dashboard.services.analysis``):
+``dashboard.analysis.stored_sessions``):
 
 - with request bodies, each prefix a marker wrote is indexed by its prefix hash and enters the
   predictor's cache state at the moment it was written;
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from projections.cache.providers import TTL_SECONDS
+from projections.cache.predict.cache_models import TTL_SECONDS
 from projections.cache.results import RequestResult
 from projections.normalized import JSON, RequestRecord
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from projections.cache.warnings import CacheWarning
+from projections.cache.explain.warnings import CacheWarning
 from projections.normalized import JSON
 
 CLIENT_RECORD_PLACE = "client record"

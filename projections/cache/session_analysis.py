@@ -17,19 +17,20 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from projections.cache.analysis import LineageStream, RequestAnalysis
-from projections.cache.client_records import (
+from projections.cache.cross_session import PrefixIndex, read_from_json
+from projections.cache.explain.provider_check import note_provider_diagnoses
+from projections.cache.explain.warnings import render_mismatch
+from projections.cache.predict.cache_models import UnknownModelError, cache_facts
+from projections.cache.predict.client_records import (
     CreditRecord,
     ReceiptError,
     parse_credit_event,
     verify_render_record_event,
 )
-from projections.cache.cross_session import PrefixIndex, read_from_json
-from projections.cache.provider_check import note_provider_diagnoses
-from projections.cache.providers import UnknownModelError, cache_facts
-from projections.cache.rebuild import StoredRequestError
-from projections.cache.render_record import render_record
-from projections.cache.rendered_request import RenderedRequest
-from projections.cache.rendering import render_request
+from projections.cache.render.rebuild import StoredRequestError
+from projections.cache.render.render_record import render_record
+from projections.cache.render.rendered_request import RenderedRequest
+from projections.cache.render.rendering import render_request
 from projections.cache.results import (
     CLIENT_RECORD_PLACE,
     Finding,
@@ -39,7 +40,6 @@ from projections.cache.results import (
     finding_of,
 )
 from projections.cache.transcript_analysis import analyse_transcript
-from projections.cache.warnings import render_mismatch
 from projections.normalized import JSON, EventRecord, RequestRecord
 
 CLIENT_RECORD_TYPES = ("cache/credit", "cache/render-record", "cache/log")

@@ -1,6 +1,6 @@
 """The analysis of a session logged without request bodies: each call against the transcript predictor.
 
-read(N) = read(N-1) + write(N-1) within the TTL (see :mod:`projections.cache.transcript`), with the
+read(N) = read(N-1) + write(N-1) within the TTL (see :mod:`projections.cache.predict.transcript`), with the
 boundaries that re-key the prefix taken from the session's events: compactions, and rewrites of
 the prompt's static head (system prompt replaced, tools or model changed).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from projections.cache.client_records import CreditRecord
 from projections.cache.cross_session import (
     PrefixIndex,
     WriterRef,
@@ -18,17 +17,18 @@ from projections.cache.cross_session import (
     read_from_json,
     transcript_writes,
 )
-from projections.cache.materiality import is_material
-from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
-from projections.cache.results import Finding, RequestResult, finding_of
-from projections.cache.transcript import (
+from projections.cache.explain.miss_candidates import Level, candidates_detail, miss_candidates
+from projections.cache.explain.warnings import over_credit, unattributed_miss
+from projections.cache.predict.client_records import CreditRecord
+from projections.cache.predict.materiality import is_material
+from projections.cache.predict.transcript import (
     FIVE_MINUTES,
     ONE_HOUR,
     TranscriptCall,
     TranscriptPrediction,
     predict_transcript,
 )
-from projections.cache.warnings import over_credit, unattributed_miss
+from projections.cache.results import Finding, RequestResult, finding_of
 from projections.normalized import JSON, EventRecord, RequestRecord
 
 RULE_PLACES = {

@@ -13,21 +13,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from projections.format_names import FORMAT_NAMES, LOG_SUFFIXES
-from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, capture_api, is_capture_record
-from projections.formats.captures import read_capture as _read_capture
-from projections.formats.claude_code import TRANSCRIPT_TYPES, read_claude_code
-from projections.formats.claude_trace import is_claude_trace_record, read_claude_trace
-from projections.formats.codex import is_codex_record, read_codex
-from projections.formats.connectome import is_connectome_record, read_connectome
-from projections.formats.dsh import read_dsh_session
-from projections.formats.lines import LogLines, is_zstd_path
-from projections.formats.projcache import (
+from projections.formats.anthropic.claude_code import TRANSCRIPT_TYPES, read_claude_code
+from projections.formats.anthropic.claude_trace import is_claude_trace_record, read_claude_trace
+from projections.formats.anthropic.connectome import is_connectome_record, read_connectome
+from projections.formats.dsh.projcache import (
     PROJCACHE_NAME,
     ProjCache,
     ProjCacheRow,
     find_projcaches,
     read_projcache,
 )
+from projections.formats.dsh.sessions import read_dsh_session
+from projections.formats.openai.codex import is_codex_record, read_codex
+from projections.formats.reading.lines import LogLines, is_zstd_path
+from projections.formats.traffic.captures import (
+    ANTHROPIC_FORMAT,
+    OPENAI_FORMAT,
+    capture_api,
+    is_capture_record,
+)
+from projections.formats.traffic.captures import read_capture as _read_capture
 from projections.normalized import JSON, FormatError, SessionImport
 
 __all__ = [

@@ -15,7 +15,7 @@
   }
 
   // Only the keys plotly would otherwise draw in its light defaults; a figure's own colours for its
-  // traces stay as dashboard/charts.py chose them.
+  // traces stay as dashboard/web/charts.py chose them.
   function themed(layout) {
     var ink = cssVar("--ink"), muted = cssVar("--muted"), line = cssVar("--line"), card = cssVar("--card");
     var out = Object.assign({}, layout, {
@@ -46,7 +46,7 @@
     return out;
   }
 
-  // dashboard/charts.py draws predicted lines, the context window and markers in the light theme's
+  // dashboard/web/charts.py draws predicted lines, the context window and markers in the light theme's
   // ink; they take the current theme's text colour instead, or they vanish on a dark background.
   var FIGURE_INK = "#17212e";
 

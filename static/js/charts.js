@@ -1,5 +1,5 @@
 // Draws every [data-chart] element from the JSON script its value names (a figure dict built in
-// dashboard/charts.py), on page load and again after every htmx swap.
+// dashboard/web/charts.py), on page load and again after every htmx swap.
 (function () {
   "use strict";
 

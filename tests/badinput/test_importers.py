@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from projections.formats import read_sessions
-from projections.formats.storable import MAX_JSON_DEPTH, TooDeep, decode_storable
+from projections.formats.reading.storable import MAX_JSON_DEPTH, TooDeep, decode_storable
 from projections.normalized import EventRecord, LineError, LineNotice, RequestRecord, SessionImport
 from tests.badinput.corpus import CASES, BadInput
 

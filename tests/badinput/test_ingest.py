@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from dashboard.ingest.files import IngestSummary, ingest_paths
+from dashboard.ingest.uploads import UploadRejected, extract_zip, upload_create_job
 from dashboard.models import Event, IngestJob, Request, Session, Warning
-from dashboard.services.folds import fold_session
-from dashboard.services.ingest import IngestSummary, ingest_paths
-from dashboard.services.uploads import UploadRejected, extract_zip, upload_create_job
+from dashboard.refold.folds import fold_session
 from tests.badinput.corpus import CASES
 
 pytestmark = pytest.mark.django_db

@@ -39,9 +39,9 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from dashboard.models import Request, RequestAnalysis, Session
-import dashboard.services.followups as followups
-import dashboard.services.ingest as ingest
-from dashboard.services.analysis import session_analyse
+import dashboard.ingest.followups as followups
+import dashboard.ingest.files as ingest
+from dashboard.analysis.stored_sessions import session_analyse
 # Queued for a worker, as with a broker: the folds and analyses do not run in this process.
 followups._FOLLOWUP_MODULES.clear()
 followups._FOLLOWUPS.clear()

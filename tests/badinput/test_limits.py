@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Event, Request, Session
-from dashboard.services.ingest import ingest_paths
-from projections.formats.limits import EARLIEST_TIME, LATEST_TIME, MAX_SEQ, MAX_SOURCE_SEQS
-from projections.formats.times import parse_time
+from projections.formats.reading.limits import EARLIEST_TIME, LATEST_TIME, MAX_SEQ, MAX_SOURCE_SEQS
+from projections.formats.reading.times import parse_time
 from tests.dashboard.logs import dsh_lines
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from dashboard import models
-from dashboard.services.tokens import token_create
+from dashboard.access.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 

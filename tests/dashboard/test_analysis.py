@@ -8,6 +8,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from dashboard.analysis import stored_sessions as analysis_service
+from dashboard.analysis.stored_requests import block_raws, stored_record
+from dashboard.analysis.stored_sessions import analysis_claim, analysis_request, session_analyse
+from dashboard.costs.session_costs import session_cost
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import (
     Event,
     HostNote,
@@ -18,14 +23,9 @@ from dashboard.models import (
     Source,
     Warning,
 )
-from dashboard.services import analysis as analysis_service
-from dashboard.services.analysis import analysis_claim, analysis_request, session_analyse
-from dashboard.services.ingest import ingest_paths
-from dashboard.services.session_costs import session_cost
-from dashboard.services.stored_requests import block_raws, stored_record
-from dashboard.tasks import analyse_session_task
-from projections.cache.rebuild import StoredRequestError
-from projections.cache.rendering import render_request
+from dashboard.worker.tasks import analyse_session_task
+from projections.cache.render.rebuild import StoredRequestError
+from projections.cache.render.rendering import render_request
 from tests.dashboard.logs import write_jsonl
 
 MODEL = "claude-sonnet-4-20250514"
@@ -428,7 +428,7 @@ def test_a_failed_analysis_records_its_error_on_the_job(monkeypatch: pytest.Monk
     def broken(*args: Any, **kwargs: Any) -> None:
         raise ValueError("the engine broke")
 
-    monkeypatch.setattr("dashboard.services.analysis.analyse_records", broken)
+    monkeypatch.setattr("dashboard.analysis.stored_sessions.analyse_records", broken)
     with pytest.raises(ValueError, match="the engine broke"):
         analyse_session_task.delay(session.pk)
     job = SessionAnalysis.objects.get(session=session)

@@ -8,10 +8,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis, Source, Warning
-from dashboard.money import usd
-from dashboard.services.analysis import session_analyse
-from dashboard.services.rollups import rollups_rebuild
+from dashboard.web.money import usd
 from tests.dashboard.test_analysis import START, capture, conversation, ingest_captures, usage_row
 from tests.dashboard.test_request_page import deepseek_row
 

@@ -13,10 +13,10 @@ from django.test.utils import override_settings
 from django.urls import reverse
 from kombu.exceptions import OperationalError
 
+from dashboard.access.tokens import token_create, token_revoke
+from dashboard.ingest import followups
+from dashboard.ingest.api.body import BodyRejected, body_read
 from dashboard.models import ApiToken, Event, Request, Session, Source
-from dashboard.services import followups
-from dashboard.services.api_body import BodyRejected, body_read
-from dashboard.services.tokens import token_create, token_revoke
 from tests.dashboard.logs import dsh_lines
 
 pytestmark = pytest.mark.django_db

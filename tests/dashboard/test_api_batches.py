@@ -11,18 +11,18 @@ import pytest
 from django.test import Client
 from django.test.utils import override_settings
 
-from dashboard import api
-from dashboard.models import Event, IngestJob, Request, Source
-from dashboard.services import api_ingest
-from dashboard.services.api_batches import api_batch_create
-from dashboard.services.ingest_jobs import (
+from dashboard.access.tokens import token_create
+from dashboard.ingest.api import lines as api_ingest
+from dashboard.ingest.api import views as api
+from dashboard.ingest.api.batches import api_batch_create
+from dashboard.ingest.jobs import (
     ingest_job_claim,
     ingest_job_requeue,
     ingest_job_retryable,
     ingest_job_run,
 )
-from dashboard.services.tokens import token_create
-from dashboard.tasks import ingest_job_enqueue, jobs_take_over
+from dashboard.models import Event, IngestJob, Request, Source
+from dashboard.worker.tasks import ingest_job_enqueue, jobs_take_over
 from tests.dashboard.logs import dsh_lines
 from tests.dashboard.test_api import anthropic_call, ndjson
 from tests.dashboard.test_job_queueing import _lapse, broker_down  # noqa: F401  (a fixture)

@@ -15,10 +15,10 @@ from django.db import OperationalError, close_old_connections, connection
 from django.test import Client
 from django.test.utils import override_settings
 
+from dashboard.access.tokens import token_create
 from dashboard.models import Block, Event, Request, Session, Source
-from dashboard.services.db_retry import is_retryable, retrying
-from dashboard.services.tokens import token_create
-from projections.formats.limits import MAX_SEQ
+from dashboard.storage.db_retry import is_retryable, retrying
+from projections.formats.reading.limits import MAX_SEQ
 from tests.dashboard.logs import dsh_lines
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dashboard.services.breakdown_series import session_breakdown_series, session_breakdown_series_cached
+from dashboard.sessions.breakdown_series import session_breakdown_series, session_breakdown_series_cached
 from projections.folds.breakdown import ContextBreakdownV6
 from projections.folds.fold import fold
 from tests.dashboard.test_folds import bad_claim_log, conversation, store_events, stored_session

@@ -4,9 +4,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dashboard.breakdown_chart import session_breakdown_chart
-from dashboard.charts import warnings_by_kind_chart
-from dashboard.services.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
+from dashboard.sessions.breakdown_chart import session_breakdown_chart
+from dashboard.sessions.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
+from dashboard.web.charts import warnings_by_kind_chart
 
 # --- context breakdown -------------------------------------------------------------------------------
 

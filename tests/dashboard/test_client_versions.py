@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.fleet.rollups import rollups_rebuild
+from dashboard.fleet.usage import ClientVersionRow
 from dashboard.models import Request, Session, Source
-from dashboard.services.fleet_usage import ClientVersionRow
-from dashboard.services.rollups import rollups_rebuild
 from projections.hit_rate import hit_rate
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

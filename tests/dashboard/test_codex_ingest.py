@@ -11,9 +11,9 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, RequestAnalysis, Session
-from dashboard.services.analysis import session_analyse
-from dashboard.services.ingest import ingest_paths
 
 pytestmark = pytest.mark.django_db
 

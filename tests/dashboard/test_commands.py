@@ -83,7 +83,7 @@ def test_report_gives_one_object_per_session(dsh_log: Path) -> None:
 
 def test_report_shows_a_cache_sum_no_request_reported_as_unknown() -> None:
     from dashboard.models import Request, Session, Source
-    from dashboard.services.summaries import session_refresh_summary
+    from dashboard.sessions.summaries import session_refresh_summary
 
     farm = Source.objects.create(name="farm")
     session = Session.objects.create(source=farm, external_id="ds", format="dsh")

@@ -7,9 +7,9 @@ import pytest
 from django.core.management import call_command
 
 from dashboard.demo import write_demo_dataset
+from dashboard.ingest.context_backfill import FIGURE_FIELDS, context_backfill
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request
-from dashboard.services.context_backfill import FIGURE_FIELDS, context_backfill
-from dashboard.services.ingest import ingest_paths
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 
 from dashboard.models import Request, RequestAnalysis, Session, Source
-from dashboard.services.copy_rows import insert_rows
+from dashboard.storage.copy_rows import insert_rows
 
 pytestmark = pytest.mark.django_db
 

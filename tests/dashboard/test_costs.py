@@ -9,10 +9,8 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.models import ModelPrice, Request, Session, Source
-from dashboard.money import usd
-from dashboard.services.cost_ledger import session_cost_compute, session_cost_of
-from dashboard.services.costs import (
+from dashboard.costs.ledger import session_cost_compute, session_cost_of
+from dashboard.costs.pricing import (
     Call,
     Price,
     Tokens,
@@ -21,7 +19,9 @@ from dashboard.services.costs import (
     sessions_cost_map,
     usage_cost,
 )
-from dashboard.services.rollups import rollups_rebuild
+from dashboard.fleet.rollups import rollups_rebuild
+from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.web.money import usd
 from projections.usage import openai_responses_usage
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

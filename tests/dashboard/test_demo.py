@@ -13,8 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.demo import DemoManifest, write_demo_dataset
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Warning
-from dashboard.services.ingest import ingest_paths
 
 pytestmark = pytest.mark.django_db
 

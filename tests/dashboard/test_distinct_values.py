@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from dashboard.fleet.client_versions import known_client_versions
 from dashboard.models import Request, Session, Source
-from dashboard.services.client_versions import known_client_versions
-from dashboard.services.distinct_values import distinct_values
-from dashboard.views.sessions import known_models
+from dashboard.sessions.views import known_models
+from dashboard.storage.distinct_values import distinct_values
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from dashboard.ingest.event_writer import EventWriter
 from dashboard.models import Event, Session, Source
-from dashboard.services.event_writer import EventWriter
 from projections.normalized import EventRecord
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.views.export_streams import export_response
+from dashboard.web.export_streams import export_response
 from tests.dashboard.test_listing import make_sessions
 
 pytestmark = pytest.mark.django_db

@@ -23,8 +23,8 @@ from django.test import Client
 from django.urls import reverse
 from kombu import pools as kombu_pools
 
+from dashboard.access.tokens import token_create
 from dashboard.models import Event, IngestJob, Request, Session, Source
-from dashboard.services.tokens import token_create
 from tests.dashboard.logs import dsh_lines, write_dsh_log
 from tests.dashboard.workers import broker_or_skip, send_task, wait_for, worker_process
 

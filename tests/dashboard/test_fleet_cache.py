@@ -14,13 +14,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from dashboard.costs.ledger import sessions_cost_compute
+from dashboard.costs.pricing import price_match, prices_load
+from dashboard.fleet.cache_panels import top_wasted_writes
+from dashboard.fleet.rollups import rollups_rebuild, rollups_refresh_sessions
+from dashboard.fleet.usage import fleet_window
 from dashboard.models import ModelPrice, Request, Session, Source, Warning
-from dashboard.services.cost_ledger import sessions_cost_compute
-from dashboard.services.costs import price_match, prices_load
-from dashboard.services.fleet_cache import top_wasted_writes
-from dashboard.services.fleet_usage import fleet_window
-from dashboard.services.rollups import rollups_rebuild, rollups_refresh_sessions
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.sessions.summaries import session_refresh_summary
 from tests.dashboard.test_analysis import MODEL, usage_row
 from tests.dashboard.test_hit_rate_rule import CASES
 

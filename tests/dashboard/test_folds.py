@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-import dashboard.tasks  # noqa: F401  (registers the fold as an ingest follow-up)
+import dashboard.worker.tasks  # noqa: F401  (registers the fold as an ingest follow-up)
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Event, ProjcacheCheck, ProjectionRow, Session, Source, Warning
-from dashboard.services import folds
-from dashboard.services.folds import (
+from dashboard.refold import folds
+from dashboard.refold.folds import (
     fold_session,
     session_records,
 )
-from dashboard.services.ingest import ingest_paths
-from dashboard.services.projcache import agrees, projcache_ingest
+from dashboard.refold.projcache import agrees, projcache_ingest
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6, ContextBreakdownV8
 from projections.folds.fold import fold, to_row
 from projections.folds.registry import get_projection, live_projections, live_versions, state_size_bytes

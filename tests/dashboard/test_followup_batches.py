@@ -12,7 +12,11 @@ from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-import dashboard.tasks  # noqa: F401  (registers the follow-ups)
+import dashboard.worker.tasks  # noqa: F401  (registers the follow-ups)
+from dashboard.analysis import stored_sessions as analysis_service
+from dashboard.analysis.stored_sessions import analyses_claim, analyses_request, sessions_analyse
+from dashboard.ingest import followups
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import (
     PendingFollowup,
     ProjectionRow,
@@ -21,12 +25,9 @@ from dashboard.models import (
     SessionAnalysis,
     Source,
 )
-from dashboard.services import analysis as analysis_service
-from dashboard.services import folds, followups
-from dashboard.services.analysis import analyses_claim, analyses_request, sessions_analyse
-from dashboard.services.folds import fold_sessions
-from dashboard.services.ingest import ingest_paths
-from dashboard.tasks import analyse_sessions_task
+from dashboard.refold import folds
+from dashboard.refold.folds import fold_sessions
+from dashboard.worker.tasks import analyse_sessions_task
 from projections.folds.registry import live_projections
 from tests.dashboard.logs import write_dsh_log
 from tests.dashboard.postgres import other_connection
@@ -82,7 +83,7 @@ def test_an_ingest_stopped_by_an_error_leaves_what_it_gathered_to_the_resend(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("dashboard.services.ingest.link_parents", interrupted)
+    monkeypatch.setattr("dashboard.ingest.files.link_parents", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ingest_paths(paths=[folder_of_logs(tmp_path, "s1", "s2")], source_name="farm")
     assert batches == []
@@ -163,7 +164,7 @@ def test_an_ingest_stopped_by_an_unexpected_error_still_enqueues_what_it_stored(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("a bug after the sessions were stored")
 
-    monkeypatch.setattr("dashboard.services.ingest.link_parents", broken)
+    monkeypatch.setattr("dashboard.ingest.files.link_parents", broken)
     with pytest.raises(RuntimeError):
         ingest_paths(paths=[folder_of_logs(tmp_path, "s1", "s2")], source_name="farm")
     assert batches == [sorted(Session.objects.values_list("pk", flat=True))]

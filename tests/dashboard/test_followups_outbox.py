@@ -15,12 +15,12 @@ from django.core.management import call_command
 from django.test import Client
 from kombu.exceptions import OperationalError as BrokerError
 
+from dashboard.access.tokens import token_create
+from dashboard.ingest import followups
+from dashboard.ingest.api.lines import api_ingest
+from dashboard.ingest.files import IngestSummary, ingest_paths, ingest_session
+from dashboard.ingest.followups import followups_clear_later, followups_resend
 from dashboard.models import PendingFollowup, ProjectionRow, Session, Source
-from dashboard.services import followups
-from dashboard.services.api_ingest import api_ingest
-from dashboard.services.followups import followups_clear_later, followups_resend
-from dashboard.services.ingest import IngestSummary, ingest_paths, ingest_session
-from dashboard.services.tokens import token_create
 from projections.formats import read_sessions
 from projections.normalized import FormatError, SessionImport
 from tests.dashboard.logs import dsh_lines, write_dsh_log

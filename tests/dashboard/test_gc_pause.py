@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from dashboard.services.gc_pause import gc_paused
+from dashboard.storage.gc_pause import gc_paused
 
 
 def test_the_collector_is_off_inside_and_back_on_after_even_on_an_error() -> None:

@@ -11,8 +11,8 @@ from django.template import Context, Template
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.glossary import TERMS, term_named
-from projections.cache.verdict import LABEL_MEANINGS
+from dashboard.web.glossary import TERMS, term_named
+from projections.cache.explain.verdict import LABEL_MEANINGS
 from tests.dashboard.test_request_page import analysed
 
 pytestmark = pytest.mark.django_db

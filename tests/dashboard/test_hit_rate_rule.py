@@ -14,9 +14,9 @@ from django.apps import apps as django_apps
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import Request, Session, Source
-from dashboard.services.rollups import rollups_rebuild
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.sessions.summaries import session_refresh_summary
 from projections.hit_rate import hit_rate
 from projections.normalized import Usage
 

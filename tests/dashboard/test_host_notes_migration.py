@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from dashboard.analysis.warnings import warning_stakes_refresh
+from dashboard.costs.pricing import prices_load
 from dashboard.models import Warning
-from dashboard.services.costs import prices_load
-from dashboard.services.warnings import warning_stakes_refresh
 
 BEFORE = [("dashboard", "0020_session_labels")]
 AFTER = [("dashboard", "0021_host_notes_warning_stakes")]

@@ -13,8 +13,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import IngestJob, Request, Session
-from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
 SCRIPT = '<script>alert("xss-script")</script>'

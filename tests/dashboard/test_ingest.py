@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.ingest.files import ingest_paths, path_as_given
 from dashboard.models import Event, Session
-from dashboard.services.ingest import ingest_paths, path_as_given
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
 pytestmark = pytest.mark.django_db

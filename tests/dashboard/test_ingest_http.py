@@ -7,9 +7,10 @@ import io
 import pytest
 from django.test import RequestFactory
 
-from dashboard import api
-from dashboard.views import ingest_http, otlp
-from dashboard.views.ingest_http import bearer_secret, request_body_stream, request_content_length
+from dashboard.ingest.api import http as ingest_http
+from dashboard.ingest.api import views as api
+from dashboard.ingest.api.http import bearer_secret, request_body_stream, request_content_length
+from dashboard.ingest.otlp import views as otlp
 
 factory = RequestFactory()
 

@@ -12,10 +12,10 @@ from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
+from dashboard.ingest import jobs as ingest_jobs
+from dashboard.ingest.jobs import ingest_job_run
+from dashboard.jobs.leases import Heartbeat, LeaseLost
 from dashboard.models import IngestJob, Session
-from dashboard.services import ingest_jobs
-from dashboard.services.ingest_jobs import ingest_job_run
-from dashboard.services.leases import Heartbeat, LeaseLost
 from tests.dashboard.logs import write_dsh_log
 
 LEASE = 30
@@ -165,7 +165,7 @@ def test_a_failure_names_an_uploaded_file_without_the_server_s_upload_folder(
     def disk_full(**_: object) -> None:
         raise OSError(f"[Errno 28] No space left on device: '{folder}/session.jsonl'")
 
-    monkeypatch.setattr("dashboard.services.ingest.ingest_paths", disk_full)
+    monkeypatch.setattr("dashboard.ingest.files.ingest_paths", disk_full)
     IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
     with pytest.raises(OSError, match="No space left"):
         ingest_job_run(job_id=job.pk, owner="task-a")
@@ -195,8 +195,8 @@ def test_a_heartbeat_that_meets_a_database_error_keeps_its_lease_and_tries_again
 def test_a_database_error_gives_the_job_back_so_the_task_s_retry_runs_it_at_once(
     dsh_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.services import ingest
-    from dashboard.tasks import ingest_job_task
+    from dashboard.ingest import files as ingest
+    from dashboard.worker.tasks import ingest_job_task
 
     job = queued_job(dsh_log)
     real_ingest_paths = ingest.ingest_paths
@@ -208,7 +208,7 @@ def test_a_database_error_gives_the_job_back_so_the_task_s_retry_runs_it_at_once
             raise OperationalError("database is locked")
         return real_ingest_paths(**kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("dashboard.services.ingest.ingest_paths", locked_once)
+    monkeypatch.setattr("dashboard.ingest.files.ingest_paths", locked_once)
     # Applied in-process, the autoretry runs at once, within the first attempt's lease: held, the job
     # would be refused to the retry (a new owner) and wait for the sweep.
     ingest_job_task.apply(args=[job.pk], throw=False)

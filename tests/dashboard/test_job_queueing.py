@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.models import FoldRun, IngestJob, Session, SessionAnalysis
-from dashboard.tasks import jobs_take_over
+from dashboard.worker.tasks import jobs_take_over
 from tests.dashboard.test_faults import _point_at
 from tests.dashboard.test_uploads import log_bytes, upload, zipped
 

@@ -7,21 +7,21 @@ import pytest
 from django.test import Client, RequestFactory
 from django.urls import resolve
 
-from dashboard.lazy_views import LazyView
+from dashboard.web.lazy_views import LazyView
 
 
 def test_a_lazy_view_names_its_view_before_importing_it_then_stands_for_it() -> None:
-    view = LazyView("dashboard.views.favicon.favicon")
-    assert view.__module__ == "dashboard.views.favicon"
+    view = LazyView("dashboard.web.favicon.favicon")
+    assert view.__module__ == "dashboard.web.favicon"
     assert view.__qualname__ == "favicon"
     assert "view" not in view.__dict__
-    from dashboard.views.favicon import favicon
+    from dashboard.web.favicon import favicon
 
     assert view.view is favicon
 
 
 def test_a_lazy_view_names_a_missing_view_when_it_is_first_used() -> None:
-    view = LazyView("dashboard.views.favicon.no_such_view")
+    view = LazyView("dashboard.web.favicon.no_such_view")
     with pytest.raises(ImportError, match="no_such_view"):
         view(RequestFactory().get("/"))
 

@@ -17,12 +17,12 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.costs.ledger import session_cost_compute
+from dashboard.costs.pricing import session_calls_load
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import ModelPrice, Request, Session
-from dashboard.services.analysis import session_analyse
-from dashboard.services.breakdown_series import session_breakdown_series, session_request_figures
-from dashboard.services.cost_ledger import session_cost_compute
-from dashboard.services.costs import session_calls_load
-from dashboard.services.ingest import ingest_paths
+from dashboard.sessions.breakdown_series import session_breakdown_series, session_request_figures
 from tests.dashboard.test_analysis import START, body, capture, ingest_captures, text
 
 HAIKU = "claude-3-5-haiku-20241022"

@@ -13,8 +13,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from dashboard.listing import PAGE_SIZE, SessionFilters, keyset_page
 from dashboard.models import Session, Source
+from dashboard.sessions.listing import PAGE_SIZE, SessionFilters, keyset_page
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from dashboard.client_address import client_address
+from dashboard.access.client_address import client_address
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
-from dashboard.migrate_hooks import make_missing_cost_ledgers
+from dashboard.costs.migrate_hooks import make_missing_cost_ledgers
 from dashboard.models import Session, SessionCostLedger, Source
 from tests.dashboard.test_analysis import START, usage_row
 

@@ -20,9 +20,9 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     Sum,
 )
 
+from dashboard.access.tokens import token_create, token_revoke
+from dashboard.ingest.otlp import views as otlp_views
 from dashboard.models import Request, Session, Source
-from dashboard.services.tokens import token_create, token_revoke
-from dashboard.views import otlp as otlp_views
 from tests.dashboard.otlp_payloads import (
     SESSION,
     api_request,

@@ -20,10 +20,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from dashboard.access.tokens import token_create
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.costs.ledger import session_cost_compute
 from dashboard.models import ModelPrice, Request, Session, Source, Warning
-from dashboard.services.analysis import session_analyse
-from dashboard.services.cost_ledger import session_cost_compute
-from dashboard.services.tokens import token_create
 from dashboard.templatetags.cachescope import percent
 from tests.dashboard.otlp_payloads import SESSION, T0, api_request, conversation, logs_request
 

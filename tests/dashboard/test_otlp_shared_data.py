@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from dashboard.access.tokens import token_create
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, Session, Source
-from dashboard.services.analysis import session_analyse
-from dashboard.services.ingest import ingest_paths
-from dashboard.services.tokens import token_create
 from tests.dashboard.otlp_payloads import logs_request
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]

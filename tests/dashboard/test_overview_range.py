@@ -13,10 +13,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from dashboard.charts import base_layout
-from dashboard.fleet_charts import RIGHT_AXIS_MARGIN
+from dashboard.fleet.charts import RIGHT_AXIS_MARGIN
+from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import Request, Session, Source
-from dashboard.services.rollups import rollups_rebuild
+from dashboard.web.charts import base_layout
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from dashboard.models import Session, Source
-from dashboard.postgres_timestamps import use_psycopg_timestamps
+from dashboard.storage.postgres_timestamps import use_psycopg_timestamps
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Count, Max, Q, Sum
 
 from dashboard.models import ProjectionRow, ProjectionTally, Session
-from dashboard.services import projection_tally
-from dashboard.services.folds import fold_session
-from dashboard.services.projection_tally import projection_tallies, projection_tallies_merge
-from dashboard.services.refold import fold_run_create, refold_run
+from dashboard.refold import tally as projection_tally
+from dashboard.refold.folds import fold_session
+from dashboard.refold.runs import fold_run_create, refold_run
+from dashboard.refold.tally import projection_tallies, projection_tallies_merge
 from tests.dashboard.test_folds import bad_claim_log, conversation, store_events, stored_session
 from tests.dashboard.test_refold import corpus, store_corpus
 

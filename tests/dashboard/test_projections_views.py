@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.models import FoldRun, ProjectionRow, Session
-from dashboard.services.folds import fold_session
-from dashboard.services.refold import fold_run_claim, fold_run_create, refold_run
+from dashboard.refold.folds import fold_session
+from dashboard.refold.runs import fold_run_claim, fold_run_create, refold_run
 from projections.folds.registry import defined_versions, live_versions
 from tests.dashboard.test_folds import bad_claim_log, conversation, stored_session
 from tests.dashboard.test_refold import corpus, store_corpus

@@ -18,9 +18,9 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, Session, Source, Warning
-from dashboard.services.analysis import session_analyse
-from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import START, SYSTEM, body, capture, text, usage_row
 

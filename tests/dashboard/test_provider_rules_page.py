@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from projections.cache_mechanics import CHECKED
-from projections.provider_rules import MODEL_RULES
+from projections.providers.mechanics import CHECKED
+from projections.providers.rules import MODEL_RULES
 
 pytestmark = pytest.mark.django_db
 URL = reverse("dashboard:provider_rules")

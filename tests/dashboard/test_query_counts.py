@@ -12,10 +12,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from dashboard.costs.ledger import session_cost_compute, sessions_cost_compute
+from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import ModelPrice, Request, Session, Source
-from dashboard.services.cost_ledger import session_cost_compute, sessions_cost_compute
-from dashboard.services.rollups import rollups_rebuild
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.sessions.summaries import session_refresh_summary
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -16,9 +16,9 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Session, Source, Warning
-from dashboard.services.ingest import ingest_paths
-from dashboard.views.export_streams import csv_safe
+from dashboard.web.export_streams import csv_safe
 from tests.dashboard.logs import write_dsh_log
 
 pytestmark = pytest.mark.django_db
@@ -201,8 +201,8 @@ def test_both_lists_read_a_time_without_a_zone_in_the_dashboards_zone(settings: 
 
     from django.http import QueryDict
 
-    from dashboard.listing import SessionFilters
-    from dashboard.request_listing import RequestFilters
+    from dashboard.requests.listing import RequestFilters
+    from dashboard.sessions.listing import SessionFilters
 
     settings.TIME_ZONE = "Europe/Paris"
     params = QueryDict("since=2026-01-31T09:00&until=2026-01-31T10:00Z")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.models import RequestAnalysis, SessionAnalysis
-from dashboard.services.analysis import session_analyse
 from tests.dashboard.test_analysis import analysis_of, conversation, ingest_captures
 
 pytestmark = pytest.mark.django_db

@@ -16,16 +16,16 @@ from django.utils import timezone
 
 from dashboard.celery import app as celery_app
 from dashboard.models import FoldRun, FoldRunResult, ProjectionRow, Session, Warning
-from dashboard.services.folds import fold_session
-from dashboard.services.refold import (
+from dashboard.refold.folds import fold_session
+from dashboard.refold.report import fold_run_report
+from dashboard.refold.runs import (
     RefoldError,
     fold_run_claim,
     fold_run_create,
     refold_run,
     refold_session,
 )
-from dashboard.services.refold_report import fold_run_report
-from dashboard.tasks import refold_run_task
+from dashboard.worker.tasks import refold_run_task
 from projections.events import FoldError
 from projections.folds.breakdown import ContextBreakdownV5, ContextBreakdownV6, ContextBreakdownV8
 from projections.folds.fold import fold, state_size_bytes, to_row
@@ -214,7 +214,7 @@ def test_enqueueing_a_run_twice_folds_each_session_once(db: None, monkeypatch: p
     store_corpus(corpus())
     run = new_run()
     folded: list[int] = []
-    import dashboard.services.refold as service
+    import dashboard.refold.runs as service
 
     original = service.refold_session
 

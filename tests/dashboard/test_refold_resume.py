@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from dashboard.models import FoldRun
-from dashboard.services.refold import RefoldError, fold_run_claim, fold_run_fail, fold_run_resume, refold_run
+from dashboard.refold.runs import RefoldError, fold_run_claim, fold_run_fail, fold_run_resume, refold_run
 from tests.dashboard.test_refold import corpus, new_run, store_corpus
 
 

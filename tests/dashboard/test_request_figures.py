@@ -12,11 +12,11 @@ from django.core.management import call_command
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dashboard.analysis.request_figures import FigureInput, reprocessed_tokens, request_figures
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.costs.ledger import session_cost_of
+from dashboard.costs.pricing import Call, Tokens, price_match, prices_load, usage_cost
 from dashboard.models import ModelPrice, RequestAnalysis
-from dashboard.services.analysis import session_analyse
-from dashboard.services.cost_ledger import session_cost_of
-from dashboard.services.costs import Call, Tokens, price_match, prices_load, usage_cost
-from dashboard.services.request_figures import FigureInput, reprocessed_tokens, request_figures
 from tests.dashboard.test_analysis import MODEL, analysis_of, conversation, ingest_captures
 from tests.dashboard.test_costs import SONNET
 

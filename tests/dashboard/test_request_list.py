@@ -19,10 +19,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
+from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.models import Request, RequestAnalysis, Session, Source
-from dashboard.services.analysis import session_analyse
-from dashboard.views.requests import REQUESTS_PER_PAGE
-from projections.cache.verdict import label_meaning
+from dashboard.requests.views import REQUESTS_PER_PAGE
+from projections.cache.explain.verdict import label_meaning
 from tests.dashboard.test_analysis import conversation, ingest_captures
 
 pytestmark = pytest.mark.django_db
@@ -158,7 +158,7 @@ def test_a_request_without_a_reported_figure_is_left_out_of_that_sort_only(viewe
 def test_a_list_past_the_cap_says_so_and_pages_through_the_first_matches(
     viewer_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("dashboard.views.requests.LISTED_REQUESTS_CAP", 150)
+    monkeypatch.setattr("dashboard.requests.views.LISTED_REQUESTS_CAP", 150)
     fleet(2 * REQUESTS_PER_PAGE)
     response = viewer_client.get(URL, {"page": "9"})
     page = response.content.decode()

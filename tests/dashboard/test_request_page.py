@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.models import Request, Session, Source
-from dashboard.services.analysis import session_analyse
-from dashboard.views.change_display import CONTEXT_CHARS, display_text
-from projections.cache.verdict import BADGE_MEANINGS, LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
+from dashboard.requests.change_display import CONTEXT_CHARS, display_text
+from projections.cache.explain.verdict import BADGE_MEANINGS, LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
 from tests.dashboard.test_analysis import (
     MODEL,
     START,

@@ -79,7 +79,7 @@ def test_emptying_the_admin_group_takes_the_admin_site_from_its_members(
 
 
 def test_migrate_makes_staff_of_admins_added_before_the_sync_existed(make_user: Callable[..., User]) -> None:
-    from dashboard.role_sync import role_grant_user_management
+    from dashboard.access.role_sync import role_grant_user_management
 
     earlier = make_user("earlier", role=None)
     admins = Group.objects.get_or_create(name="admin")[0]

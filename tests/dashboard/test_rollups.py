@@ -13,11 +13,11 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError
 
+from dashboard.fleet import rollups as rollups_service
+from dashboard.fleet.rollups import rollups_rebuild, rollups_refresh_sessions
+from dashboard.ingest import files as ingest_service
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, Session, UsageRollup
-from dashboard.services import ingest as ingest_service
-from dashboard.services import rollups as rollups_service
-from dashboard.services.ingest import ingest_paths
-from dashboard.services.rollups import rollups_rebuild, rollups_refresh_sessions
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import START, conversation, ingest_captures
 

@@ -12,12 +12,12 @@ from django.core.cache import cache
 from django.test import Client
 
 from dashboard.demo import write_demo_dataset
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Event, Request, Session
-from dashboard.services.breakdown_series import series_cache_key, session_breakdown_series
-from dashboard.services.ingest import ingest_paths
-from dashboard.views import sessions as sessions_view
-from projections.model_windows import CLAUDE_CODE_AUTO_COMPACT
+from dashboard.sessions import views as sessions_view
+from dashboard.sessions.breakdown_series import series_cache_key, session_breakdown_series
 from projections.normalized import EventRecord
+from projections.providers.model_windows import CLAUDE_CODE_AUTO_COMPACT
 from tests.dashboard.test_folds import T0, stored_session
 
 

@@ -14,6 +14,16 @@ from django.db.models import Sum
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.costs.ledger import cost_ledger, ledger_cost
+from dashboard.costs.ledger import session_cost_compute as cost_off_the_requests
+from dashboard.costs.pricing import Call, Tokens, price_match, prices_load
+from dashboard.costs.session_costs import (
+    ledger_as_json,
+    ledger_of_json,
+    session_inputs_key,
+    sessions_cost,
+)
 from dashboard.models import (
     ModelPrice,
     Request,
@@ -23,17 +33,7 @@ from dashboard.models import (
     SessionCostLedger,
     Source,
 )
-from dashboard.services.analysis import session_analyse
-from dashboard.services.cost_ledger import cost_ledger, ledger_cost
-from dashboard.services.cost_ledger import session_cost_compute as cost_off_the_requests
-from dashboard.services.costs import Call, Tokens, price_match, prices_load
-from dashboard.services.session_costs import (
-    ledger_as_json,
-    ledger_of_json,
-    session_inputs_key,
-    sessions_cost,
-)
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.sessions.summaries import session_refresh_summary
 from tests.dashboard.test_analysis import MODEL, START, usage_row
 from tests.dashboard.test_session_figures import add_request
 

@@ -10,12 +10,12 @@ from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.costs.ledger import session_cost_compute
+from dashboard.costs.pricing import Price, price_match, prices_load
 from dashboard.models import ModelPrice, Session, SessionAnalysis, Source
-from dashboard.services import session_figures as figures_module
-from dashboard.services.analysis import session_analyse
-from dashboard.services.cost_ledger import session_cost_compute
-from dashboard.services.costs import Price, price_match, prices_load
-from dashboard.services.session_figures import SessionFigures, session_figures_cached
+from dashboard.sessions import figures as figures_module
+from dashboard.sessions.figures import SessionFigures, session_figures_cached
 from tests.dashboard.test_analysis import MODEL, START, usage_row
 
 pytestmark = pytest.mark.django_db

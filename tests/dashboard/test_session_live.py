@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.models import Request, Session, Source
-from dashboard.views.session_live import IDLE_AFTER
+from dashboard.sessions.live import IDLE_AFTER
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 
+from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.models import RequestAnalysis, Session, Source
-from dashboard.services.analysis import session_analyse
 from tests.dashboard.test_analysis import START, usage_row
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import Event, Session, Source
-from dashboard.services.timeline_page import ITEMS_PER_PAGE
-from dashboard.timeline import timeline_items
+from dashboard.sessions.timeline import timeline_items
+from dashboard.sessions.timeline_page import ITEMS_PER_PAGE
 from tests.dashboard.test_analysis import START
 
 pytestmark = pytest.mark.django_db

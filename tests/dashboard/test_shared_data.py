@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.db.models import Sum
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Session
-from dashboard.services.ingest import ingest_paths
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 

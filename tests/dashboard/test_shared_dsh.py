@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import ProjectionRow, Session
-from dashboard.services.folds import fold_session
-from dashboard.services.ingest import ingest_paths
+from dashboard.refold.folds import fold_session
 from tests.projections.harness_meter import log_lines, meter
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]

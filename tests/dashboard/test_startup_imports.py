@@ -12,7 +12,7 @@ from pathlib import Path
 
 from celery.app.utils import find_app
 
-from dashboard.services import followups
+from dashboard.ingest import followups
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,23 +35,23 @@ LOADED_ON_FIRST_USE = (
     "celery.worker",
     "kombu",
     "amqp",
-    "dashboard.tasks",
+    "dashboard.worker.tasks",
     "dashboard.celery",
     "projections.cache.analysis",
     "projections.cache.session_analysis",
-    "dashboard.services.analysis",
-    "dashboard.services.ingest",
+    "dashboard.analysis.stored_sessions",
+    "dashboard.ingest.files",
     "google.protobuf",
-    "dashboard.services.otlp_ingest",
+    "dashboard.ingest.otlp.records",
     # The URLconf names its views by dotted path; the pages' modules and the readers behind them
     # load with the first request that needs them.
-    "dashboard.api",
-    "dashboard.views.overview",
-    "dashboard.views.requests",
-    "dashboard.views.sessions",
+    "dashboard.ingest.api.views",
+    "dashboard.fleet.views",
+    "dashboard.requests.views",
+    "dashboard.sessions.views",
     "plotly",
     "projections.formats",
-    "projections.cache.providers",
+    "projections.cache.predict.cache_models",
 )
 
 
@@ -126,6 +126,6 @@ def test_an_ingest_skips_the_system_checks_that_import_every_view(tmp_path: Path
         check=True,
     )
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "dashboard.services.ingest" in loaded
+    assert "dashboard.ingest.files" in loaded
     assert "dashboard.urls" not in loaded
     assert not {name for name in loaded if name.startswith("dashboard.views")}

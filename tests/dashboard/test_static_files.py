@@ -41,7 +41,7 @@ def collected(settings: Any, tmp_path: Path) -> Path:
     settings.STATIC_ROOT = tmp_path / "collected"
     settings.STORAGES = {
         **settings.STORAGES,
-        "staticfiles": {"BACKEND": "dashboard.static_storage.CollectedStaticFilesStorage"},
+        "staticfiles": {"BACKEND": "dashboard.web.static_storage.CollectedStaticFilesStorage"},
     }
     call_command("collectstatic", interactive=False, verbosity=0)
     return settings.STATIC_ROOT
@@ -101,7 +101,7 @@ def test_a_file_added_since_collectstatic_is_linked_by_its_plain_name_with_a_war
     added.parent.mkdir(exist_ok=True)
     added.write_text("// added after collectstatic\n")
     assert static("vendor/htmx-2.0.11.min.js") != "/static/vendor/htmx-2.0.11.min.js"
-    with caplog.at_level(logging.WARNING, logger="dashboard.static_storage"):
+    with caplog.at_level(logging.WARNING, logger="dashboard.web.static_storage"):
         assert static("js/added.js") == "/static/js/added.js"
     assert "js/added.js is not in the collected static files' manifest" in caplog.text
     response = Client().get("/static/js/added.js")
@@ -114,12 +114,12 @@ def test_serving_the_collected_files_warns_of_no_file(
 ) -> None:
     from whitenoise.middleware import WhiteNoiseMiddleware
 
-    from dashboard.static_storage import _warn_not_collected
+    from dashboard.web.static_storage import _warn_not_collected
 
     _warn_not_collected.cache_clear()  # each name is warned about once a process
     # Starting, WhiteNoise asks for vendor/htmx-2.0.11.js, its guess at the unhashed name of
     # htmx-2.0.11.min.js; no such file exists, so there is nothing to collect and nothing to say.
-    with caplog.at_level(logging.WARNING, logger="dashboard.static_storage"):
+    with caplog.at_level(logging.WARNING, logger="dashboard.web.static_storage"):
         WhiteNoiseMiddleware(lambda request: None)
     assert "manifest" not in caplog.text
 
@@ -129,7 +129,7 @@ def test_pages_render_before_collectstatic_has_ever_run(settings: Any, tmp_path:
     settings.STATIC_ROOT.mkdir()  # settings.py makes it, empty, on start-up
     settings.STORAGES = {
         **settings.STORAGES,
-        "staticfiles": {"BACKEND": "dashboard.static_storage.CollectedStaticFilesStorage"},
+        "staticfiles": {"BACKEND": "dashboard.web.static_storage.CollectedStaticFilesStorage"},
     }
     html = Client().get("/accounts/login/").content.decode()
     assert 'href="/static/css/cachescope.css"' in html

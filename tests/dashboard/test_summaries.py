@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, Session, Source
-from dashboard.services.ingest import ingest_paths
-from dashboard.services.summaries import RequestSums, session_refresh_summary
+from dashboard.sessions.summaries import RequestSums, session_refresh_summary
 
 pytestmark = pytest.mark.django_db
 

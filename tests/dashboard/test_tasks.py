@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 
 from dashboard.models import IngestJob, Session
-from dashboard.tasks import ingest_job_task
+from dashboard.worker.tasks import ingest_job_task
 from tests.dashboard.workers import broker_or_skip, send_task, wait_for, worker_process
 
 
@@ -51,7 +51,7 @@ def test_a_real_worker_ingests_a_job_sent_through_the_broker(dsh_log: Path, tmp_
 def test_every_task_is_acknowledged_late_and_retried_while_the_database_is_away() -> None:
     from django.db import OperationalError
 
-    import dashboard.tasks as tasks
+    import dashboard.worker.tasks as tasks
 
     for name in tasks.__all__:
         task = getattr(tasks, name)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard.time_range import DEFAULT_RANGE, RANGES, Step, range_name, time_window
+from dashboard.web.time_range import DEFAULT_RANGE, RANGES, Step, range_name, time_window
 
 NEWEST = datetime(2026, 3, 4, 15, 42, tzinfo=UTC)  # a Wednesday afternoon
 

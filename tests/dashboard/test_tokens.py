@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.access.tokens import PREFIX_LENGTH, token_authenticate, token_create, token_revoke
 from dashboard.models import ApiToken, ModelPrice, Source
-from dashboard.services.tokens import PREFIX_LENGTH, token_authenticate, token_create, token_revoke
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

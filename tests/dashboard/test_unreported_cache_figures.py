@@ -18,10 +18,10 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.listing import PAGE_SIZE
+from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import Request, Session, Source, UsageRollup
-from dashboard.services.rollups import rollups_rebuild
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.sessions.listing import PAGE_SIZE
+from dashboard.sessions.summaries import session_refresh_summary
 from dashboard.templatetags.cachescope import UNREPORTED_TITLE
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.ingest.uploads import NOT_A_LOG_NOTICE, uploads_remove_expired
 from dashboard.models import IngestJob, IngestNotice, Session, Source
-from dashboard.services.uploads import NOT_A_LOG_NOTICE, uploads_remove_expired
 from tests.dashboard.test_uploads import log_bytes, upload, zipped
 
 pytestmark = pytest.mark.django_db

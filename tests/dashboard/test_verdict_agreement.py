@@ -13,10 +13,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils.html import escape
 
+from dashboard.analysis.stored_sessions import session_analyse
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, Session
-from dashboard.services.analysis import session_analyse
-from dashboard.services.ingest import ingest_paths
-from projections.cache.verdict import LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
+from projections.cache.explain.verdict import LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import MODEL, START, capture, conversation
 

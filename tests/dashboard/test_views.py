@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import IngestJob, Request, Session, Source
-from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from dashboard.analysis.session_warnings import session_warn
+from dashboard.analysis.warnings import warning_stakes_refresh
+from dashboard.costs.pricing import prices_load
 from dashboard.models import Session, Warning, WarningGroup
-from dashboard.services.costs import prices_load
-from dashboard.services.session_warnings import session_warn
-from dashboard.services.warnings import warning_stakes_refresh
 from tests.dashboard.test_analysis import START, usage_row
 from tests.dashboard.test_warnings_inbox import session_named, warn
 

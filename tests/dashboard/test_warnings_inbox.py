@@ -12,10 +12,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from dashboard.analysis.session_warnings import session_warn, sessions_refresh_warning_count
+from dashboard.analysis.warnings import warnings_store
 from dashboard.models import Event, HostNote, Session, Source, Warning
 from dashboard.models.warnings import severity_of
-from dashboard.services.session_warnings import session_warn, sessions_refresh_warning_count
-from dashboard.services.warnings import warnings_store
 from projections.cache.results import Finding, RecordsAnalysis, RequestResult
 from tests.dashboard.test_analysis import START, usage_row
 

@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from dashboard.demo import DemoManifest, ManifestFile, write_demo_dataset
-from dashboard.services.ingest import ingest_paths
+from dashboard.ingest.files import ingest_paths
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

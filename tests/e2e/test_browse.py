@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from dashboard.services.ingest import ingest_paths
+from dashboard.ingest.files import ingest_paths
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
 pytestmark = pytest.mark.e2e

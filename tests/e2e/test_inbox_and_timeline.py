@@ -14,8 +14,8 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from dashboard.demo import DemoManifest
+from dashboard.ingest.files import ingest_paths
 from dashboard.models import HostNote, ModelPrice, Session, Warning
-from dashboard.services.ingest import ingest_paths
 
 pytestmark = pytest.mark.e2e
 

@@ -10,9 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import expect
 
+from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import Request, Session, Source
-from dashboard.services.rollups import rollups_rebuild
-from dashboard.services.summaries import session_refresh_summary
+from dashboard.sessions.summaries import session_refresh_summary
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from dashboard.models import Session
-from dashboard.services.refold import fold_run_create, refold_run
+from dashboard.refold.runs import fold_run_create, refold_run
 
 pytestmark = pytest.mark.e2e
 

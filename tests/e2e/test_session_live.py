@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from dashboard.ingest.recording.proxy import ProxyServer, ProxySettings, RecordingProxy
+from dashboard.ingest.recording.recorder import Recorder
+from dashboard.ingest.recording.spool import Spool
 from dashboard.models import Session
-from dashboard.recording.proxy import ProxyServer, ProxySettings, RecordingProxy
-from dashboard.recording.recorder import Recorder
-from dashboard.recording.spool import Spool
 from tests.dashboard.recording.conftest import TIMEOUT, call
 from tests.dashboard.recording.fake_upstream import FakeUpstream
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from projections.client_version import client_version, user_agent_version, version_sort_key
-from projections.formats.captures import parse_capture_record
-from projections.formats.claude_code import read_claude_code
-from projections.formats.claude_trace import parse_trace_record
-from projections.formats.codex import read_codex
+from projections.formats.anthropic.claude_code import read_claude_code
+from projections.formats.anthropic.claude_trace import parse_trace_record
+from projections.formats.openai.codex import read_codex
+from projections.formats.traffic.captures import parse_capture_record
 from projections.normalized import RequestRecord
 
 

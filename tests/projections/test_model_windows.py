@@ -4,7 +4,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from projections.model_windows import (
+from projections.providers.model_windows import (
     CLAUDE_CODE_AUTO_COMPACT,
     LONG_CONTEXT_BETA,
     WINDOW_RULES,

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from projections.formats.otel_claude_code import claude_code_sessions
-from projections.formats.otel_genai import genai_sessions
-from projections.formats.otlp import (
+from projections.formats.otel.claude_code import claude_code_sessions
+from projections.formats.otel.genai import genai_sessions
+from projections.formats.otel.otlp import (
     BadValue,
     LogItem,
     SpanItem,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from projections.formats.connectome import parse_connectome_record
-from projections.formats.payloads import response_facts
-from projections.provider_diagnosis import (
+from projections.formats.anthropic.connectome import parse_connectome_record
+from projections.formats.traffic.payloads import response_facts
+from projections.providers.diagnosis import (
     ProviderDiagnosis,
     anthropic_diagnosis,
     diagnosis_from_json,

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.services.context_backfill import context_backfill
+from dashboard.ingest.context_backfill import context_backfill
 
 
 class Command(BaseCommand):

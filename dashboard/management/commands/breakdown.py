@@ -29,9 +29,9 @@ from projections.context_series import (
 )
 from projections.folds.registry import FoldError, UnknownProjection, fold_views, get_projection
 from projections.formats import read_sessions
-from projections.model_windows import host_of_format
 from projections.normalized import EventRecord, FormatError, LineError, RequestRecord, SessionImport
 from projections.prices import PriceError
+from projections.providers.model_windows import host_of_format
 
 KEY = "contextBreakdown"
 

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from dashboard.demo import write_demo_dataset
-from dashboard.services.ingest import ingest_paths
+from dashboard.ingest.files import ingest_paths
 
 DEMO_USER = "demo"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.services.explain import FileSession, explain_json, file_analyse, result_verdict
+from dashboard.analysis.explain import FileSession, explain_json, file_analyse, result_verdict
 from projections.cache.results import RequestResult
 from projections.formats import FORMAT_NAMES
 from projections.normalized import FormatError

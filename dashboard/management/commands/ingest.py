@@ -9,9 +9,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.ingest.jobs import ingest_job_claim, ingest_job_run
 from dashboard.management.progress import ProgressBar
 from dashboard.models import IngestJob
-from dashboard.services.ingest_jobs import ingest_job_claim, ingest_job_run
 from projections.format_names import FORMAT_NAMES
 
 

@@ -24,8 +24,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         # The analysis engine and the task module load here, not with the command's --help.
-        from dashboard.services.analysis import analysis_request
-        from dashboard.tasks import analyse_session_task
+        from dashboard.analysis.stored_sessions import analysis_request
+        from dashboard.worker.tasks import analyse_session_task
 
         sessions = Session.objects.filter(request_count__gt=0).order_by("id")
         if options["source"]:

@@ -16,11 +16,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.recording.archive import resume_conversations
-from dashboard.recording.listen import ListenError, check_exposure, parse_listen
-from dashboard.recording.proxy import DEFAULT_TOKEN_HEADER, ProxyServer, ProxySettings, RecordingProxy
-from dashboard.recording.recorder_process import RecorderProcess
-from dashboard.recording.spool import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Spool
+from dashboard.ingest.recording.archive import resume_conversations
+from dashboard.ingest.recording.listen import ListenError, check_exposure, parse_listen
+from dashboard.ingest.recording.proxy import DEFAULT_TOKEN_HEADER, ProxyServer, ProxySettings, RecordingProxy
+from dashboard.ingest.recording.recorder_process import RecorderProcess
+from dashboard.ingest.recording.spool import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Spool
 
 TOKEN_ENV = "CACHESCOPE_RECORD_TOKEN"  # noqa: S105 (a variable name, not a secret)
 STATUS_EVERY = 10.0

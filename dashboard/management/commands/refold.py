@@ -12,10 +12,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
+from dashboard.jobs.leases import Heartbeat, lease_seconds
 from dashboard.management.progress import ProgressBar
 from dashboard.models import FoldRun, Session
-from dashboard.services.leases import Heartbeat, lease_seconds
-from dashboard.services.refold import (
+from dashboard.refold.report import FoldRunReport, fold_run_report
+from dashboard.refold.runs import (
     RefoldError,
     fold_run_claim,
     fold_run_create,
@@ -23,8 +24,7 @@ from dashboard.services.refold import (
     fold_run_resume,
     refold_run,
 )
-from dashboard.services.refold_report import FoldRunReport, fold_run_report
-from dashboard.tasks import refold_run_enqueue
+from dashboard.worker.tasks import refold_run_enqueue
 
 LISTED = 20
 """Divergent and failed sessions listed in the text report; --json lists them all."""

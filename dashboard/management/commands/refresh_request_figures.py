@@ -10,11 +10,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from dashboard.analysis.request_figures import request_figures_refresh
+from dashboard.analysis.warnings import warning_stakes_refresh
+from dashboard.costs.pricing import prices_load
+from dashboard.costs.session_costs import ledgers_refresh
 from dashboard.models import SessionAnalysis
-from dashboard.services.costs import prices_load
-from dashboard.services.request_figures import request_figures_refresh
-from dashboard.services.session_costs import ledgers_refresh
-from dashboard.services.warnings import warning_stakes_refresh
 
 SESSIONS_PER_BATCH = 200
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.services.reports import session_report
+from dashboard.fleet.reports import session_report
 
 
 class Command(BaseCommand):

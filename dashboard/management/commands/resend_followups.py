@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.services.followups import RESEND_AFTER, RESEND_BATCH, followups_resend
+from dashboard.ingest.followups import RESEND_AFTER, RESEND_BATCH, followups_resend
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from dashboard.services.rollups import rollups_rebuild
+from dashboard.fleet.rollups import rollups_rebuild
 
 
 class Command(BaseCommand):

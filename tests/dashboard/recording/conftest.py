@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from dashboard.recording.archive import Archive
-from dashboard.recording.proxy import ProxyServer, ProxySettings, RecordingProxy
-from dashboard.recording.recorder import Recorder, Store
-from dashboard.recording.spool import Spool
-from dashboard.services.record_ingest import ingest_recorded
+from dashboard.ingest.recorded import ingest_recorded
+from dashboard.ingest.recording.archive import Archive
+from dashboard.ingest.recording.proxy import ProxyServer, ProxySettings, RecordingProxy
+from dashboard.ingest.recording.recorder import Recorder, Store
+from dashboard.ingest.recording.spool import Spool
 from tests.dashboard.recording.fake_upstream import FakeUpstream
 
 TIMEOUT = 10.0

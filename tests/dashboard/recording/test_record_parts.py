@@ -10,16 +10,21 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from dashboard.ingest.recorded import ingest_recorded
+from dashboard.ingest.recording.archive import Archive, last_records
+from dashboard.ingest.recording.capture import CapturedCall
+from dashboard.ingest.recording.conversations import Conversations
+from dashboard.ingest.recording.diagnose import BETA, wants_diagnostics, with_beta, with_diagnostics
+from dashboard.ingest.recording.headers import (
+    is_secret_name,
+    stored_headers,
+    stored_url,
+    upstream_request_headers,
+)
+from dashboard.ingest.recording.listen import ListenError, check_exposure, parse_listen
+from dashboard.ingest.recording.spool import Spool
 from dashboard.models import Request
-from dashboard.recording.archive import Archive, last_records
-from dashboard.recording.capture import CapturedCall
-from dashboard.recording.conversations import Conversations
-from dashboard.recording.diagnose import BETA, wants_diagnostics, with_beta, with_diagnostics
-from dashboard.recording.headers import is_secret_name, stored_headers, stored_url, upstream_request_headers
-from dashboard.recording.listen import ListenError, check_exposure, parse_listen
-from dashboard.recording.spool import Spool
-from dashboard.services.record_ingest import ingest_recorded
-from projections.formats.recorded import RecordedCall
+from projections.formats.anthropic.recorded import RecordedCall
 
 
 def user(text: str, marked: bool = False) -> dict[str, Any]:

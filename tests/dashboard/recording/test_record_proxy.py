@@ -14,12 +14,12 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, OperationalError
 
+from dashboard.ingest.files import ingest_paths
+from dashboard.ingest.recorded import ingest_recorded
+from dashboard.ingest.recording.archive import resume_conversations
+from dashboard.ingest.recording.diagnose import BETA
+from dashboard.ingest.recording.spool import Spool
 from dashboard.models import Request, Session
-from dashboard.recording.archive import resume_conversations
-from dashboard.recording.diagnose import BETA
-from dashboard.recording.spool import Spool
-from dashboard.services.ingest import ingest_paths
-from dashboard.services.record_ingest import ingest_recorded
 from tests.dashboard.recording.conftest import TIMEOUT, call
 from tests.dashboard.recording.fake_upstream import FakeUpstream
 

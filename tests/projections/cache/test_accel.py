@@ -11,10 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.cache import accel
-from projections.cache.canonical import DIGEST_SIZE, canonical_array, canonical_bytes, python_hash_units
-from projections.cache.rendered_request import RenderedRequest
-from projections.cache.rendering import RenderError, render_request
+from projections.cache.render import accel
+from projections.cache.render.canonical import (
+    DIGEST_SIZE,
+    canonical_array,
+    canonical_bytes,
+    python_hash_units,
+)
+from projections.cache.render.rendered_request import RenderedRequest
+from projections.cache.render.rendering import RenderError, render_request
 from projections.normalized import Usage
 
 pytestmark = pytest.mark.skipif(accel.native is None, reason="the C extension is not built here")

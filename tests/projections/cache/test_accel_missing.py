@@ -9,17 +9,17 @@ from collections.abc import Iterator
 
 import pytest
 
-import projections.cache
-from projections.cache import accel
-from projections.cache.rendering import render_request
+import projections.cache.render
+from projections.cache.render import accel
+from projections.cache.render.rendering import render_request
 from tests.projections.cache.builders import body, conversation
 
 
 @pytest.fixture
 def without_extension(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Import ``accel`` again as an install without a C compiler would: ``_native`` cannot be found."""
-    monkeypatch.setitem(sys.modules, "projections.cache._native", None)
-    monkeypatch.delattr(projections.cache, "_native", raising=False)
+    monkeypatch.setitem(sys.modules, "projections.cache.render._native", None)
+    monkeypatch.delattr(projections.cache.render, "_native", raising=False)
     try:
         yield
     finally:
@@ -30,10 +30,10 @@ def without_extension(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_a_missing_extension_is_logged_once_as_a_warning(
     without_extension: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="projections.cache.accel"):
+    with caplog.at_level(logging.WARNING, logger="projections.cache.render.accel"):
         importlib.reload(accel)
-        importlib.import_module("projections.cache.accel")
-        importlib.import_module("projections.cache.canonical")
+        importlib.import_module("projections.cache.render.accel")
+        importlib.import_module("projections.cache.render.canonical")
     assert accel.native is None
     assert [(r.levelno, r.getMessage()) for r in caplog.records] == [(logging.WARNING, accel.MISSING)]
 
@@ -50,7 +50,7 @@ def test_without_the_extension_a_request_renders_as_with_it(without_extension: N
 
 @pytest.mark.skipif(accel.native is None, reason="the C extension is not built here")
 def test_a_built_extension_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="projections.cache.accel"):
+    with caplog.at_level(logging.DEBUG, logger="projections.cache.render.accel"):
         importlib.reload(accel)
     assert accel.native is not None
     assert caplog.records == []

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from projections.cache.analysis import RequestAnalysis, analyse_lineage
-from projections.cache.client_records import CreditRecord
+from projections.cache.predict.client_records import CreditRecord
 from projections.normalized import RequestRecord
 from tests.projections.cache.builders import (
     body,

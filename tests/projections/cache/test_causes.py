@@ -3,9 +3,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from projections.cache.causes import REMEDIES, Cause, classify_change, smallest_span, unit_text
-from projections.cache.diff import first_change, shared_prefix_length
-from projections.cache.rendering import render_request
+from projections.cache.explain.causes import REMEDIES, Cause, classify_change, smallest_span, unit_text
+from projections.cache.render.diff import first_change, shared_prefix_length
+from projections.cache.render.rendering import render_request
 from tests.projections.cache.builders import body, conversation, tools
 
 

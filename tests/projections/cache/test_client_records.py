@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from projections.cache.client_records import (
+from projections.cache.predict.client_records import (
     CACHESCOPE_SCHEME,
     MEMBRANE_SCHEME,
     ReceiptError,
@@ -20,7 +20,7 @@ from projections.cache.client_records import (
     verify_render_record_event,
     verify_wire_receipt,
 )
-from projections.cache.rendering import render_request
+from projections.cache.render.rendering import render_request
 from tests.projections.cache.builders import body, conversation
 
 

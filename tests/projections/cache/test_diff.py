@@ -4,10 +4,10 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from projections.cache.causes import classify_change
-from projections.cache.diff import diff_requests, first_changed_byte, shared_prefix_length
-from projections.cache.rendered_request import RenderedRequest
-from projections.cache.rendering import render_request
+from projections.cache.explain.causes import classify_change
+from projections.cache.render.diff import diff_requests, first_changed_byte, shared_prefix_length
+from projections.cache.render.rendered_request import RenderedRequest
+from projections.cache.render.rendering import render_request
 from tests.projections.cache.builders import body, conversation, image_block
 
 

@@ -7,9 +7,15 @@ from dataclasses import replace
 from datetime import timedelta
 
 from projections.cache.analysis import Figures
-from projections.cache.miss_candidates import Level, miss_candidates
+from projections.cache.explain.miss_candidates import Level, miss_candidates
+from projections.cache.explain.verdict import (
+    BADGE_MEANINGS,
+    LABEL_MEANINGS,
+    badge_for,
+    label_meaning,
+    verdict,
+)
 from projections.cache.session_analysis import analyse_records
-from projections.cache.verdict import BADGE_MEANINGS, LABEL_MEANINGS, badge_for, label_meaning, verdict
 from projections.normalized import RequestRecord, Usage
 from tests.projections.cache.builders import SONNET, T0, anthropic_usage, body, conversation, record
 

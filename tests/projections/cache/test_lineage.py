@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from projections.cache.lineage import assign_lineages
-from projections.cache.rendering import render_request
+from projections.cache.predict.lineage import assign_lineages
+from projections.cache.render.rendering import render_request
 from projections.cache.session_analysis import analyse_records
-from projections.formats.claude_trace import read_claude_trace
+from projections.formats.anthropic.claude_trace import read_claude_trace
 from projections.normalized import RequestRecord
 from tests.projections.cache.builders import (
     T0,

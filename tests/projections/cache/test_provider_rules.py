@@ -7,13 +7,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from projections.cache.analysis import analyse_lineage
-from projections.cache.automatic_prediction import openai_breakpoints
-from projections.cache.prediction import predict_calls
-from projections.cache.providers import CallInput, cache_facts
-from projections.cache.rendering import render_request
-from projections.cache_mechanics import MECHANICS
+from projections.cache.predict.automatic import openai_breakpoints
+from projections.cache.predict.cache_models import CallInput, cache_facts
+from projections.cache.predict.prediction import predict_calls
+from projections.cache.render.rendering import render_request
 from projections.normalized import RequestRecord
-from projections.provider_rules import MODEL_RULES, model_rule
+from projections.providers.mechanics import MECHANICS
+from projections.providers.rules import MODEL_RULES, model_rule
 from projections.usage import gemini_usage, openai_chat_usage, openai_responses_usage
 from tests.projections.cache.builders import T0, words
 

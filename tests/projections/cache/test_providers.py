@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from projections.cache.prediction import predict_calls
-from projections.cache.providers import (
+from projections.cache.predict.cache_models import (
     CallInput,
     UnknownModelError,
     cache_facts,
     openai_cached_tokens,
     split_writes,
 )
-from projections.cache.rendering import render_request
+from projections.cache.predict.prediction import predict_calls
+from projections.cache.render.rendering import render_request
 from projections.normalized import Usage
 from tests.projections.cache.builders import T0
 
@@ -32,7 +32,7 @@ SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
         ("anthropic", "claude-haiku-4-5-20251001", 4096),
         ("bedrock", "anthropic.claude-opus-4-5-20251101-v1:0", 4096),
         ("openai", "gpt-4o", 1024),
-        # The minimums as the provider pages state them on 2026-12-03 (see projections/provider_rules.py).
+        # The minimums as the provider pages state them on 2026-12-03 (see projections/providers/rules.py).
         ("anthropic", "claude-opus-4-7", 2048),
         ("anthropic", "claude-opus-4-8", 1024),
         ("anthropic", "claude-sonnet-4-6", 1024),

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from projections.cache.rebuild import StoredRequest, StoredRequestError, rebuild_request
-from projections.cache.rendering import render_request
+from projections.cache.render.rebuild import StoredRequest, StoredRequestError, rebuild_request
+from projections.cache.render.rendering import render_request
 from projections.normalized import JSON
 from tests.projections.cache.builders import anthropic_usage, body, conversation, record
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from projections.cache.render_record import render_record
-from projections.cache.rendering import render_request
+from projections.cache.render.render_record import render_record
+from projections.cache.render.rendering import render_request
 from tests.projections.cache.builders import body, conversation
 
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.cache.canonical import block_hash, canonical_text
-from projections.cache.rendering import RenderError, render_request
+from projections.cache.render.canonical import block_hash, canonical_text
+from projections.cache.render.rendering import RenderError, render_request
 from projections.normalized import Usage
 from tests.projections.cache.builders import body, conversation, image_block, tools
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.cache.rendering import last_cacheable, render_request
+from projections.cache.render.rendering import last_cacheable, render_request
 from tests.projections.cache.builders import body, conversation, image_block, words
 
 

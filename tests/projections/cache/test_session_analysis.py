@@ -9,9 +9,9 @@ from dataclasses import fields, replace
 from typing import Any
 
 from projections.cache.analysis import KEPT_RENDERINGS
-from projections.cache.rebuild import StoredRequestError
-from projections.cache.rendered_request import RenderedRequest
-from projections.cache.rendering import render_request
+from projections.cache.render.rebuild import StoredRequestError
+from projections.cache.render.rendered_request import RenderedRequest
+from projections.cache.render.rendering import render_request
 from projections.cache.results import RecordsAnalysis
 from projections.cache.session_analysis import analyse_records
 from projections.normalized import RequestRecord

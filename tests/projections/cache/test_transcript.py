@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from projections.cache.transcript import TranscriptCall, appended_tokens, exact_share, predict_transcript
+from projections.cache.predict.transcript import (
+    TranscriptCall,
+    appended_tokens,
+    exact_share,
+    predict_transcript,
+)
 from projections.normalized import Usage
 from tests.projections.cache.builders import SONNET, T0
 

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from projections.cache.results import RequestResult
-from projections.cache.session_analysis import analyse_records
-from projections.cache.verdict import (
+from projections.cache.explain.verdict import (
     LABEL_REMEDIES,
     TRANSCRIPT_UNEXPLAINED_REMEDY,
     Verdict,
@@ -18,8 +16,10 @@ from projections.cache.verdict import (
     below_minimum_note,
     verdict,
 )
+from projections.cache.results import RequestResult
+from projections.cache.session_analysis import analyse_records
 from projections.normalized import RequestRecord
-from projections.provider_diagnosis import ProviderDiagnosis
+from projections.providers.diagnosis import ProviderDiagnosis
 from tests.projections.cache.builders import (
     SONNET,
     T0,

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from projections.cache.client_records import ReceiptMismatch
-from projections.cache.warnings import (
+from projections.cache.explain.warnings import (
     dedupe,
     marker_limit,
     model_error,
@@ -9,6 +8,7 @@ from projections.cache.warnings import (
     render_mismatch,
     unexplained_miss,
 )
+from projections.cache.predict.client_records import ReceiptMismatch
 
 
 def test_each_check_returns_nothing_when_all_agree() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from projections.events import FoldError
 from projections.folds.registry import fold_views, get_projection
-from projections.formats.dsh import read_dsh_session
+from projections.formats.dsh.sessions import read_dsh_session
 from projections.normalized import EventRecord, LineError, LineNotice
 from tests.conftest import SHARED_DATA
 from tests.projections.harness_meter import log_lines, meter

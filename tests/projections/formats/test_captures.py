@@ -4,7 +4,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from projections.formats.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, read_capture
+from projections.formats.traffic.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, read_capture
 from tests.projections.formats.conftest import FIXTURES, drain
 
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from projections.formats import read_sessions
-from projections.formats.claude_code import read_claude_code
+from projections.formats.anthropic.claude_code import read_claude_code
 from projections.prices import event_price
 from tests.projections.formats.conftest import FIXTURES, drain
 

@@ -4,7 +4,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from projections.formats.claude_trace import read_claude_trace
+from projections.formats.anthropic.claude_trace import read_claude_trace
 from tests.projections.formats.conftest import FIXTURES, drain
 
 TRACE = FIXTURES / "log-2025-05-29-23-38-24.jsonl"

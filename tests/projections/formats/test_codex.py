@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from projections.cache.transcript import TranscriptCall, predict_transcript
+from projections.cache.predict.transcript import TranscriptCall, predict_transcript
 from projections.formats import detect_format, read_sessions
-from projections.formats.codex import read_codex
+from projections.formats.openai.codex import read_codex
 from projections.normalized import EventRecord, LineError, RequestRecord
 from projections.prices import event_price
 from tests.projections.formats.conftest import FIXTURES, drain, jsonl

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from projections.formats.connectome import read_connectome
+from projections.formats.anthropic.connectome import read_connectome
 from tests.projections.formats.conftest import FIXTURES, drain
 
 CALLS = FIXTURES / "llm-calls.2026-03-01T12-00-00-000Z.jsonl"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from projections.formats import read_sessions
-from projections.formats.dsh import read_dsh_session
+from projections.formats.dsh.sessions import read_dsh_session
 from tests.projections.formats.conftest import drain, event, header, jsonl, zstd_frames
 
 

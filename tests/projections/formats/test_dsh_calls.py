@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from projections.formats.dsh_calls import DshCalls
+from projections.formats.dsh.calls import DshCalls
 from projections.normalized import EventRecord, LineError, RequestRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -4,7 +4,7 @@ from typing import Any
 
 import zstandard
 
-from projections.formats.lines import LogLines
+from projections.formats.reading.lines import LogLines
 from tests.projections.formats.conftest import jsonl
 
 

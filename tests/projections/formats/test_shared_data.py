@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from projections.formats import read_sessions
-from projections.formats.claude_code import read_claude_code
+from projections.formats.anthropic.claude_code import read_claude_code
 from projections.prices import event_price
 from tests.projections.formats.conftest import SHARED_DATA, drain
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.formats.storable import MAX_JSON_DEPTH, TooDeep, decode_storable, deeper_than
+from projections.formats.reading.storable import MAX_JSON_DEPTH, TooDeep, decode_storable, deeper_than
 
 texts = st.text(alphabet=st.sampled_from('ab[]{}"\\\n,: é'), max_size=12)
 values = st.recursive(

@@ -1,0 +1,9 @@
+"""The instant the page benchmark's generated fleet ends at: every session, job and run it loads is
+dated before it, so pages that count back from the newest row see the same fleet on every run.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,0 +1,105 @@
+"""``manage.py explain``'s analysis of a log file: the engine's session analysis and each request's
+verdict, read straight from the file without the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from projections.cache.cross_session import PrefixIndex, session_writes
+from projections.cache.explain.verdict import Verdict, verdict
+from projections.cache.results import RecordsAnalysis, RequestResult
+from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
+from projections.cache.transcript_analysis import is_boundary
+from projections.formats import read_sessions
+from projections.normalized import JSON, EventRecord, LineError, RequestRecord
+
+
+@dataclass(slots=True)
+class FileSession:
+    """One session of a log file and its analysis, with the bad lines met while reading it."""
+
+    external_id: str
+    analysis: RecordsAnalysis
+    errors: list[LineError]
+
+
+def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
+    """Analyse every session of a log file (or folder) as read, without storing anything.
+
+    The sessions of one run share the provider's cache: each is analysed with what the others
+    wrote (see :mod:`projections.cache.cross_session`), so a compaction call or a subagent read
+    from the main session's prefix is predicted and its writer named.
+    """
+    read: list[tuple[str, list[RequestRecord], list[EventRecord], list[LineError]]] = []
+    for imported in read_sessions(path, format=format):
+        records: list[RequestRecord] = []
+        events: list[EventRecord] = []
+        errors: list[LineError] = []
+        keys: set[str] = set()
+        for item in imported.items:
+            if isinstance(item, RequestRecord):
+                if item.key not in keys:  # a repeated key is one request, as ingest stores it
+                    keys.add(item.key)
+                    records.append(item)
+            elif isinstance(item, EventRecord):
+                if item.type in CLIENT_RECORD_TYPES or is_boundary(item):
+                    events.append(item)
+            else:
+                errors.append(item)
+        if imported.fatal:
+            errors.append(LineError(imported.path, None, "session", imported.fatal))
+        # Ordinals count the session's requests in file order, as ingest numbers them.
+        records = [replace(record, ordinal=i) for i, record in enumerate(records)]
+        read.append((imported.external_id, records, events, errors))
+    alone = [analyse_records(records, events) for _, records, events, _ in read]
+    if len(read) < 2:
+        return [
+            FileSession(name, analysis, errors)
+            for (name, _, _, errors), analysis in zip(read, alone, strict=True)
+        ]
+    written = PrefixIndex.of(
+        write
+        for (name, records, _, _), analysis in zip(read, alone, strict=True)
+        for write in session_writes(name, records, analysis.results)
+    )
+    return [
+        FileSession(name, analyse_records(records, events, foreign=written.for_reader(name)), errors)
+        for name, records, events, errors in read
+    ]
+
+
+def result_verdict(result: RequestResult) -> Verdict:
+    """The verdict the request page gives the same request (one engine function for both)."""
+    return verdict(result.data, has_body=result.has_body)
+
+
+def explain_json(result: RequestResult) -> dict[str, JSON]:
+    """The object ``explain --json`` prints for a request: where it sits, the previous request's
+    markers, and its verdict (first change, figures, label, detail, remedy, material, warnings, the
+    provider's own diagnosis and the client version)."""
+    data = result.data
+    said = result_verdict(result).to_json()
+    markers = [
+        {k: m[k] for k in ("ordinal", "position", "tier", "prefix_tokens", "status")} for m in data["markers"]
+    ]
+    change = data["first_change"]
+    short = None if change is None else {k: change[k] for k in ("position", "tier", "cause")}
+    return {
+        "number": data["ordinal"] + 1,  # the request's place in its session as the pages count, from 1
+        "lineage": data["lineage"],
+        "model": data["model"],
+        "markers": markers,
+        "read_from": data.get("read_from"),
+        "first_change": short,
+        "figures": said["figures"],
+        "label": said["label"],
+        "detail": said["detail"],
+        "remedy": said["remedy"],
+        "material": said["material"],
+        "badge": said["badge"],
+        "meaning": said["meaning"],
+        "warnings": said["warnings"],
+        "provider_diagnosis": said["provider_diagnosis"],
+        "client_version": said["client_version"],
+    }

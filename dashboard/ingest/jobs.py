@@ -1,0 +1,184 @@
+"""An ingest job run to its end, with its progress and its outcome recorded on the job row.
+
+The job's task (or the ``ingest`` command) claims the job first; this records, on the row, the bytes
+to read, the bytes read so far as each file finishes, and the end: done with its counts (written by
+:func:`~dashboard.ingest.files.ingest_paths`), or failed with the error that stopped it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from django.db import DatabaseError, OperationalError
+from django.utils import timezone
+
+from dashboard.ingest.api.body import BodyRejected
+from dashboard.ingest.uploads import upload_remove_files
+from dashboard.jobs.leases import Heartbeat, LeaseLost, lease_seconds
+from dashboard.models import IngestJob
+from dashboard.models.ingest import SAVED_FILE_KINDS
+
+if TYPE_CHECKING:
+    from dashboard.ingest.summary import IngestSummary
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SOURCE = "uploads"
+"""The source of a job that names none (an upload whose form left it empty)."""
+PROGRESS_SECONDS = 0.5
+"""How often a running job's progress is written for its page, which polls about as often: a
+write a file would cost a folder of small files a commit each. The job's end writes the total."""
+
+JobProgressCallback = Callable[[IngestJob], None]
+
+
+def ingest_job_claim(*, job_id: int, owner: str) -> bool:
+    """Lease job ``job_id`` to ``owner``: ``False`` when it is finished or another worker holds it."""
+    return IngestJob.objects.claim(job_id=job_id, owner=owner, lease_seconds=lease_seconds())
+
+
+def ingest_job_release(*, job_id: int, owner: str) -> None:
+    """Queue ``owner``'s job again after a transient database error, for its task's retry to claim.
+
+    The database that raised the error may refuse this too; the lease then runs out as it would
+    for a dead worker, and the sweep hands the job on.
+    """
+    try:
+        IngestJob.objects.release(job_id=job_id, owner=owner)
+    except DatabaseError:
+        log.warning("could not release ingest job %s after a database error", job_id, exc_info=True)
+
+
+def ingest_job_run(
+    *, job_id: int, owner: str, on_progress: JobProgressCallback | None = None
+) -> IngestSummary:
+    """Ingest the files of job ``job_id``, claimed by ``owner``; ``on_progress`` is given the job as
+    each file ends.
+
+    A heartbeat renews ``owner``'s lease while the ingest runs; should another worker take the job
+    over (this one stalled past its lease), :class:`~dashboard.jobs.leases.LeaseLost` is raised
+    at the next file. An unexpected error marks the job failed with the error's type and text, and
+    is raised again. A database :class:`~django.db.OperationalError` is not recorded: it is
+    transient, and the task retries the whole job (ingest is idempotent).
+    """
+    seconds = lease_seconds()
+    with Heartbeat(
+        lambda: IngestJob.objects.renew(job_id=job_id, owner=owner, lease_seconds=seconds), seconds=seconds
+    ) as heartbeat:
+        return _run(job_id, heartbeat, on_progress)
+
+
+def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | None) -> IngestSummary:
+    # The readers and the writers load here, on the first job, rather than with the ingest page,
+    # the API and the command's --help, which import this module but may never run a job.
+    from dashboard.ingest.api.batches import api_batch_store
+    from dashboard.ingest.files import IngestSummary, ingest_paths, input_size, shown_on_job
+
+    job = IngestJob.objects.get(pk=job_id)
+    written = -PROGRESS_SECONDS
+
+    def advance(amount: int) -> None:
+        nonlocal written
+        heartbeat.check()
+        job.bytes_done += amount
+        if time.monotonic() - written >= PROGRESS_SECONDS:
+            IngestJob.objects.filter(pk=job_id).update(bytes_done=job.bytes_done)
+            written = time.monotonic()
+        if on_progress is not None:
+            on_progress(job)
+
+    def stored(sessions: int, of: int) -> None:
+        # An API batch's progress is the share of its sessions committed so far.
+        advance(job.bytes_total * sessions // max(of, 1) - job.bytes_done)
+
+    try:
+        if job.kind == IngestJob.Kind.API:
+            summary = api_batch_store(job, on_step=stored)
+        else:
+            paths = [Path(p) for p in job.paths]
+            job.bytes_total = input_size(paths)
+            job.save(update_fields=["bytes_total"])
+            summary = ingest_paths(
+                paths=paths,
+                source_name=job.source_name or DEFAULT_SOURCE,
+                format=job.format or None,
+                job=job,
+                on_progress=advance,
+            )
+    except (OperationalError, LeaseLost):
+        raise
+    except BodyRejected as rejected:
+        # The sender's batch, not the worker, is at fault: recorded on the job, nothing to raise.
+        ingest_job_fail(job_id=job_id, message=f"Refused: {rejected.message}")
+        return IngestSummary()
+    except Exception as error:
+        # The job's page shows the message: the server's upload folder is cut out of any path in it.
+        ingest_job_fail(job_id=job_id, message=shown_on_job(job, f"{type(error).__name__}: {error}"))
+        raise
+    if job.kind in SAVED_FILE_KINDS:
+        # Stored now: the saved copies would only fill the disk. A failed job keeps them to retry.
+        upload_remove_files(job)
+    return summary
+
+
+def ingest_job_fail(*, job_id: int, message: str) -> None:
+    """Stop a job on an unexpected error; what it stored before the error stays stored."""
+    IngestJob.objects.filter(pk=job_id).exclude(status=IngestJob.Status.DONE).update(
+        status=IngestJob.Status.FAILED, finished_at=timezone.now(), message=message[:2000]
+    )
+
+
+def ingest_job_not_queued(*, job_id: int, reason: str) -> None:
+    """Mark a queued job whose task the broker refused: it waits for an operator's retry."""
+    IngestJob.objects.filter(pk=job_id, status=IngestJob.Status.QUEUED).update(
+        status=IngestJob.Status.NOT_QUEUED,
+        message=f"Not queued: the task broker did not answer ({reason[:500]}). Retry once it is back.",
+    )
+
+
+def ingest_job_retryable(job: IngestJob) -> bool:
+    """Whether an operator may queue ``job`` again: an upload or API batch that was never queued, or
+    that failed, whose files are still there."""
+    if job.kind not in SAVED_FILE_KINDS:
+        return False
+    if job.status not in (IngestJob.Status.NOT_QUEUED, IngestJob.Status.FAILED):
+        return False
+    return bool(job.paths) and all(Path(p).exists() for p in job.paths)
+
+
+def ingest_job_requeue(*, job_id: int) -> bool:
+    """Set a retryable job queued again with one conditional UPDATE; ``False`` when it is not retryable."""
+    job = IngestJob.objects.filter(pk=job_id).first()
+    if job is None or not ingest_job_retryable(job):
+        return False
+    reopened = IngestJob.objects.filter(pk=job_id, status=job.status).update(
+        status=IngestJob.Status.QUEUED, message="", finished_at=None, claimed_by="", lease_until=None
+    )
+    return bool(reopened)
+
+
+def ingest_jobs_release_lapsed() -> list[int]:
+    """Queue again the uploads and API batches whose worker's lease ran out; fail the other lapsed jobs.
+
+    Returns the ids set queued, for the caller to enqueue. Each release is a conditional UPDATE on
+    the lapsed lease, so two sweeping workers never both release one job. Only the files the web
+    process saved are sure to be where any worker can read them; a command's job ends failed.
+    """
+    released = []
+    now = timezone.now()
+    for job_id, kind in IngestJob.objects.lapsed().values_list("pk", "kind"):
+        lapsed = IngestJob.objects.filter(pk=job_id, status=IngestJob.Status.RUNNING, lease_until__lt=now)
+        if kind in SAVED_FILE_KINDS:
+            if lapsed.update(status=IngestJob.Status.QUEUED, claimed_by="", lease_until=None):
+                released.append(job_id)
+        else:
+            lapsed.update(
+                status=IngestJob.Status.FAILED,
+                finished_at=now,
+                message="The process running this ingest stopped before it finished; run it again.",
+            )
+    return released

@@ -1,0 +1,203 @@
+"""Writing one imported session's events, requests and blocks, inside the caller's transaction.
+
+Events are append-only and keyed by ``(session, seq)``, requests by ``(session, key)``, so a copy
+of a log already stored adds nothing and a log that has grown adds only what is new; a repeated seq
+is checked against the stored row rather than trusted. Rows are written in batches, bounded by their
+count and by the units their bodies hold, so a session's memory stays flat however long its log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Max
+
+from dashboard.fleet.rollups import hour_of
+from dashboard.ingest.blocks import BlockStore
+from dashboard.ingest.event_writer import EventWriter
+from dashboard.ingest.request_rows import request_row
+from dashboard.ingest.summary import IngestSummary
+from dashboard.models import Event, Request, Session, Source
+from dashboard.sessions.summaries import RequestSums, session_refresh_summary
+from dashboard.storage.copy_rows import insert_rows
+from projections.context_series import answering_seq
+from projections.normalized import EventRecord, LineError, LineNotice, RequestRecord, SessionImport
+
+BATCH_SIZE = 2000
+REQUEST_UNITS_BATCH = 5_000
+"""Queued requests are written once their bodies' units reach this many: a session whose every call
+resends the whole conversation has thousands of units per request, and a count of requests alone
+would hold hundreds of megabytes of them."""
+
+
+@dataclass
+class WrittenSession:
+    """A session as :func:`write_session` left it."""
+
+    session: Session
+    new_hours: set[datetime] | None
+    """For a session this transaction created, the hours its timed requests fall in, which are all
+    the hours it has; ``None`` for one stored before, whose hours are read from its rows."""
+
+
+def write_session(
+    imported: SessionImport, source: Source, summary: IngestSummary, blocks: BlockStore
+) -> WrittenSession:
+    # FOR NO KEY UPDATE (as every writer of a session locks it): two ingests of one session take
+    # turns, while a row that only refers to the session (another batch's analysis request, its
+    # foreign-key check) is not kept waiting, which could otherwise close a circle of waits.
+    session, created = Session.objects.select_for_update(no_key=True).get_or_create(
+        source=source,
+        external_id=imported.external_id[:200],
+        defaults=_session_fields(imported),
+    )
+    if not created:
+        # Facts that only grow: a later copy of the log may know more (an end, a title).
+        for name, value in _session_fields(imported).items():
+            if value and not getattr(session, name):
+                setattr(session, name, value)
+    # Events are append-only: a seq at or below the stored maximum is most likely a repeat, and is
+    # checked against the stored row in batches rather than by loading the whole log's seqs. A
+    # session created by this transaction, which holds its row, has nothing stored yet to ask about.
+    last_seq = None if created else Event.objects.filter(session=session).aggregate(last=Max("seq"))["last"]
+    events = EventWriter(session.pk, batch_size=BATCH_SIZE)
+    repeats = RepeatedEvents(session, imported.path, events, summary)
+    stored_keys: set[str] = (
+        set() if created else set(Request.objects.filter(session=session).values_list("key", flat=True))
+    )
+    next_ordinal = len(stored_keys)
+    requests: list[Request] = []
+    pending_units = 0
+    added_requests = 0
+    written = RequestSums()
+    hours: set[datetime] = set()
+
+    previous: EventRecord | None = None
+    for item in imported.items:
+        if isinstance(item, EventRecord):
+            previous = item
+            if last_seq is not None and item.seq <= last_seq:
+                repeats.add(item)
+            else:
+                events.add(item)
+                # A seq of this import seen again (a batch that repeats a line) is a repeat too.
+                last_seq = item.seq
+        elif isinstance(item, RequestRecord):
+            if item.key in stored_keys:
+                summary.duplicate_requests += 1
+                continue
+            stored_keys.add(item.key)
+            row = request_row(session, item, next_ordinal, blocks, imported.path, summary.errors)
+            session.client_version = item.client_version or session.client_version
+            row.event_seq = answering_seq(previous)
+            requests.append(row)
+            written.add(row)
+            if row.started_at is not None:
+                hours.add(hour_of(row.started_at))
+            next_ordinal += 1
+            pending_units += len(row.units or ())
+            if len(requests) >= BATCH_SIZE // 10 or pending_units >= REQUEST_UNITS_BATCH:
+                blocks.flush()
+                added_requests += _flush_requests(requests)
+                pending_units = 0
+        elif isinstance(item, LineNotice):
+            summary.notices.append(item)
+        else:
+            summary.errors.append(item)
+
+    blocks.flush()
+    repeats.resolve()
+    added_events = events.flush()
+    added_requests += _flush_requests(requests)
+    if created or added_events:
+        # Only a change to the stored log can change whether it folds; a bad copy that added nothing
+        # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
+        session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
+    session.crash_tail = imported.crash_tail or session.crash_tail
+    if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
+        session.ended_at = imported.ended_at
+    session_refresh_summary(
+        session,
+        events_added=added_events,
+        event_times=events.time_range,
+        new_requests=written if created else None,
+    )
+
+    summary.events_added += added_events
+    summary.requests_added += added_requests
+    if created:
+        summary.sessions_added += 1
+    elif added_events or added_requests:
+        summary.sessions_updated += 1
+    else:
+        summary.sessions_unchanged += 1
+    return WrittenSession(session, hours if created else None)
+
+
+class RepeatedEvents:
+    """Events of an import whose seq is already within the stored log.
+
+    Each is checked against the stored row: the same type is a duplicate and skipped; another
+    type is reported and the stored log kept; a seq the log lacks (a hole left by a bad line
+    earlier) is written now.
+    """
+
+    def __init__(self, session: Session, path: str, writer: EventWriter, summary: IngestSummary) -> None:
+        self.session = session
+        self.path = path
+        self.writer = writer
+        self.summary = summary
+        self.pending: dict[int, EventRecord] = {}
+
+    def add(self, event: EventRecord) -> None:
+        if event.seq in self.pending:
+            self.summary.duplicate_events += 1
+            return
+        self.pending[event.seq] = event
+        if len(self.pending) >= BATCH_SIZE:
+            self.resolve()
+
+    def resolve(self) -> None:
+        if not self.pending:
+            return
+        # A repeat may be of an event this import queued but has not written yet.
+        self.writer.flush()
+        stored = dict(
+            Event.objects.filter(session=self.session, seq__in=list(self.pending)).values_list("seq", "type")
+        )
+        for seq, event in self.pending.items():
+            if seq not in stored:
+                self.writer.add(event)
+                continue
+            self.summary.duplicate_events += 1
+            if stored[seq] != event.type:
+                reason = (
+                    f"seq {seq} is stored as {stored[seq]!r} but the file has {event.type!r} here; "
+                    "the stored log is kept"
+                )
+                self.summary.errors.append(LineError(self.path, event.line, "seq", reason))
+        self.pending.clear()
+
+
+def _session_fields(imported: SessionImport) -> dict[str, object]:
+    return {
+        "format": imported.format,
+        "format_version": imported.format_version,
+        "title": imported.title[:300],
+        "cwd": imported.cwd[:500],
+        "started_at": imported.started_at,
+        "ended_at": imported.ended_at,
+        "parent_external_id": (imported.parent_external_id or "")[:200],
+        "lineage": imported.lineage,
+        "source_path": imported.path[-1000:],
+        "labels": dict(imported.labels),
+    }
+
+
+def _flush_requests(rows: list[Request]) -> int:
+    count = len(rows)
+    if rows:
+        insert_rows(Request, rows)
+        rows.clear()
+    return count

@@ -1,1 +1,0 @@
-"""Use cases that touch the database: ingest, summaries, folds, analyses."""

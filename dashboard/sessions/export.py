@@ -1,0 +1,86 @@
+"""CSV and JSON exports of the filtered sessions list, streamed so a fleet's list never sits in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+
+from dashboard.costs.pricing import sessions_cost_map
+from dashboard.models import Session
+from dashboard.sessions.listing import SessionFilters
+from dashboard.web.export_streams import export_response
+
+EXPORT_COLUMNS = (
+    "session_id",
+    "parent_session_id",
+    "source",
+    "format",
+    "title",
+    "cwd",
+    "started_at",
+    "last_activity",
+    "events",
+    "requests",
+    "input_tokens",
+    "cache_creation_tokens",
+    "cache_read_tokens",
+    "output_tokens",
+    "hit_rate",
+    "warnings",
+    "models",
+    "cost_usd",
+)
+CHUNK = 1000
+
+
+def export_rows(filters: SessionFilters) -> Iterator[dict[str, Any]]:
+    """Every session the filters select, in the list's order, one dict per row, a chunk at a time."""
+    sessions = filters.ordered(Session.objects.select_related("source", "parent"))
+    chunk: list[Session] = []
+    for session in sessions.iterator(chunk_size=CHUNK):
+        chunk.append(session)
+        if len(chunk) == CHUNK:
+            yield from _rows(chunk)
+            chunk = []
+    yield from _rows(chunk)
+
+
+def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
+    costs = sessions_cost_map(session_ids=[s.pk for s in sessions])
+    for s in sessions:
+        cost = costs.get(s.pk)
+        yield {
+            "session_id": s.external_id,
+            "parent_session_id": s.parent.external_id if s.parent else (s.parent_external_id or None),
+            "source": s.source.name,
+            "format": s.format,
+            "title": s.title,
+            "cwd": s.cwd,
+            "started_at": s.started_at.isoformat() if s.started_at else None,
+            "last_activity": s.last_activity.isoformat() if s.last_activity else None,
+            "events": s.event_count,
+            "requests": s.request_count,
+            "input_tokens": s.uncached_input_tokens,
+            "cache_creation_tokens": s.cache_write_tokens,
+            "cache_read_tokens": s.cache_read_tokens,
+            "output_tokens": s.output_tokens,
+            "hit_rate": s.hit_rate,
+            "warnings": s.warning_count,
+            "models": s.models_list,
+            "cost_usd": str(cost) if cost is not None else None,
+        }
+
+
+@require_GET
+def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
+    filters = SessionFilters.from_query(request.GET)
+    return export_response(
+        fmt=fmt,
+        name="sessions",
+        errors=filters.errors,
+        columns=EXPORT_COLUMNS,
+        rows=lambda: export_rows(filters),
+    )

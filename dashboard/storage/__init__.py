@@ -1,0 +1,5 @@
+"""Database plumbing the capabilities share: COPY inserts, retrying a transaction the database gave
+up, index hops for distinct values, pausing the garbage collector, psycopg timestamps, migrate hooks.
+
+May import: Django, ``dashboard.models``, ``projections``. No page, task or capability package.
+"""
