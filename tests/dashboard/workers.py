@@ -93,7 +93,10 @@ def worker_process(log: Path, *, broker: str) -> Iterator[subprocess.Popen[bytes
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
+                # A warm shutdown waits for the task in hand (an analysis the ingest queued); on a
+                # loaded machine that outlasts the wait, so the worker is killed and reaped.
                 process.kill()
+                process.wait()
 
 
 def _wait_for(condition, *, timeout: float) -> None:  # type: ignore[no-untyped-def]
