@@ -3,14 +3,23 @@ they are absent)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dashboard.models import ProjectionRow, Session
 from dashboard.services.folds import fold_session
 from dashboard.services.ingest import ingest_paths
-from tests.projections.harness_meter import log_lines, meter
+from tests.projections.harness_meter import (
+    log_lines,
+    meter,
+    missing_numbers,
+    without_chunks,
+    without_every_third_off_surface_line,
+    write_log,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 
@@ -28,17 +37,43 @@ def test_every_real_dsh_log_ingests_without_an_error_and_folds_to_what_the_harne
     logs = sorted(folder.glob("*.jsonl"))
     assert summary.sessions_added == len(logs) == 29
     for path in logs:
-        session = Session.objects.get(source_path__endswith=path.name)
-        assert session.unfoldable == "", path.name
-        result = fold_session(session_id=session.pk)
-        assert [key.error for key in result.keys if key.error] == [], path.name
-        steps = list(meter(log_lines(path)))
-        if not steps:  # a header alone: nothing to fold
-            assert not ProjectionRow.objects.filter(session=session).exists()
-            continue
-        row = ProjectionRow.objects.get(session=session, key="contextBreakdown")
-        seq, system, tools, messages = steps[-1]
-        assert (row.seq, row.view) == (
-            seq,
-            {"systemTokens": system, "toolsTokens": tools, "messageTokens": messages},
-        ), path.name
+        assert_folds_to_the_meter(path)
+
+
+def assert_folds_to_the_meter(path: Path) -> None:
+    """The stored session of ``path`` is foldable and its row shows the meter's last figures."""
+    session = Session.objects.get(source_path__endswith=path.name)
+    assert session.unfoldable == "", path.name
+    result = fold_session(session_id=session.pk)
+    assert [key.error for key in result.keys if key.error] == [], path.name
+    steps = list(meter(log_lines(path)))
+    if not steps:  # a header alone: nothing to fold
+        assert not ProjectionRow.objects.filter(session=session).exists()
+        return
+    row = ProjectionRow.objects.get(session=session, key="contextBreakdown")
+    seq, system, tools, messages = steps[-1]
+    assert (row.seq, row.view) == (
+        seq,
+        {"systemTokens": system, "toolsTokens": tools, "messageTokens": messages},
+    ), path.name
+
+
+@pytest.mark.parametrize("elide", [without_chunks, without_every_third_off_surface_line])
+def test_every_real_dsh_log_with_lines_removed_ingests_without_an_error_and_folds_to_the_meter(
+    shared_data: Path, tmp_path: Path, elide: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+) -> None:
+    gapped: dict[str, int] = {}
+    for path in sorted((shared_data / "dsh-real").glob("*.jsonl")):
+        whole = log_lines(path)
+        copy = write_log(tmp_path / path.name, elide(whole))
+        gapped[str(copy)] = missing_numbers(whole, log_lines(copy))
+    summary = ingest_paths(paths=[tmp_path], source_name="harness")
+    assert summary.errors == []
+    assert summary.sessions_added == len(gapped) == 29
+    seq_notices = {notice.path: notice.reason for notice in summary.notices if notice.field == "seq"}
+    assert set(seq_notices) == {path for path, missing in gapped.items() if missing}
+    assert len(seq_notices) > 20  # the copies do have gaps
+    for path, reason in seq_notices.items():
+        assert reason.startswith(f"{gapped[path]} seq number"), path
+    for path in gapped:
+        assert_folds_to_the_meter(Path(path))
