@@ -18,6 +18,7 @@ from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.roles import OPERATOR, role_required
 from dashboard.services.session_figures import session_figures_cached
 from dashboard.views.change_display import change_sides
+from projections.cache.render_record import markers_sent
 from projections.cache.verdict import verdict
 from projections.normalized import JSON
 
@@ -38,6 +39,7 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
         "analysis": analysis,
         "analysis_job": job,
         "analysis_data": data,
+        "markers_sent": markers_sent(data, has_body=call.has_body),
         "verdict": said,
         "figures": data.get("figures", {}),
         "first_change": change,
