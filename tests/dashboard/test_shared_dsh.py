@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from dashboard.models import ProjectionRow, Session
+from dashboard.services.breakdown_series import session_breakdown_series
 from dashboard.services.folds import fold_session
 from dashboard.services.ingest import ingest_paths
 from tests.projections.harness_meter import (
@@ -77,3 +79,26 @@ def test_every_real_dsh_log_with_lines_removed_ingests_without_an_error_and_fold
         assert reason.startswith(f"{gapped[path]} seq number"), path
     for path in gapped:
         assert_folds_to_the_meter(Path(path))
+
+
+def test_real_dsh_logs_keep_the_harness_figures_and_flag_where_they_fall_far_short_of_the_count(
+    shared_data: Path, viewer_client: Client
+) -> None:
+    folder = shared_data / "dsh-real"
+    ingest_paths(paths=[folder], source_name="harness")
+    flagged = []
+    for path in sorted(folder.glob("*.jsonl")):
+        session = Session.objects.get(source_path__endswith=path.name)
+        series = session_breakdown_series(session=session)
+        metered = {seq: system + tools + messages for seq, system, tools, messages in meter(log_lines(path))}
+        for point in series.points:
+            # The harness's own meter, never scaled to the provider's count.
+            assert (point.used, point.raw, point.calibration) == (metered[point.seq], None, None), path.name
+        if series.shortfall is not None:
+            last_call = [point for point in series.points if point.provider is not None][-1]
+            gap = series.shortfall
+            assert (gap.estimate, gap.reported) == (last_call.used, last_call.provider)
+            flagged.append(session)
+    assert flagged  # the snapshots' {{system}} and {{tools}} placeholders leave most prompts unexplained
+    page = viewer_client.get(flagged[0].get_absolute_url()).content.decode()
+    assert 'id="breakdown-shortfall"' in page
