@@ -5,7 +5,8 @@ Three sources, chosen per session by what its log holds:
 
 - **request bodies** (claude-trace, Anthropic and OpenAI captures, connectome, ``cache/request``
   events): each request's own system, tools and messages priced from its body
-  (:func:`projections.request_breakdown.body_breakdown`);
+  (:func:`projections.request_breakdown.body_breakdown`) and calibrated to the prompt the provider
+  counted (:mod:`projections.breakdown_calibration`), the raw estimate kept beside them;
 - **the log** (dsh): the ``contextBreakdown`` fold's view of the surface and the request envelope;
 - **usage only** (Claude Code transcripts): the messages from the fold, and the rest of the
   provider's prompt as one inferred band, system prompt and tools together — never a system
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from projections.breakdown_calibration import CalibratedBreakdown, Calibration, SessionCalibration
 from projections.cache.predict.lineage import is_side_call
 from projections.normalized import JSON, EventRecord, RequestRecord
 from projections.providers.model_windows import context_window
@@ -65,6 +67,11 @@ class ContextRow:
     context_window: int | None
     basis: Basis
     lineage: str = "main"
+    raw: RequestBreakdown | None = None
+    """The request body's raw estimate, where the bands shown were calibrated from it."""
+    calibration: Calibration | None = None
+    """How the bands shown were sized (``provider count``, ``session factor``); ``None`` when they
+    are the source's own figures."""
 
     @property
     def total(self) -> int:
@@ -91,6 +98,13 @@ class ContextRow:
             row["providerPromptTokens"] = self.provider_prompt_tokens
         if self.context_window is not None:
             row["contextWindow"] = self.context_window
+        if self.raw is not None and self.calibration is not None:
+            row["calibration"] = self.calibration
+            row["rawEstimate"] = {
+                "systemTokens": self.raw.system_tokens,
+                "toolsTokens": self.raw.tools_tokens,
+                "messageTokens": self.raw.message_tokens,
+            }
         row["basis"] = self.basis
         return row
 
@@ -163,8 +177,8 @@ class _Step:
     prompt: int | None
     window: int | None
     lineage: str
-    own: RequestBreakdown | None
-    """The figures of the call this event answers, priced from its body."""
+    own: CalibratedBreakdown | None
+    """The figures of the call this event answers, priced from its body and calibrated."""
 
 
 def context_rows(
@@ -185,6 +199,7 @@ def context_rows(
     first call wait for that decision (a log with no call at all is read as the log).
     """
     largest = largest_prompts(requests.values())
+    sizes = SessionCalibration(requests.values())
     basis: Basis | None = "request body" if any(f.breakdown is not None for f in requests.values()) else None
     held: list[_Step] = []
     rows = _Rows()
@@ -217,7 +232,7 @@ def context_rows(
                 figures.prompt_tokens,
                 window,
                 figures.lineage,
-                figures.breakdown,
+                sizes.calibrate(figures),
             )
             if basis is None and not is_side_call(figures.lineage):
                 basis = "log" if system or tools else "usage"
@@ -236,7 +251,8 @@ class _Rows:
     """Turns steps into rows under a basis, carrying what later rows repeat."""
 
     def __init__(self) -> None:
-        self.measured = RequestBreakdown(0, 0, 0)
+        nothing = RequestBreakdown(0, 0, 0)
+        self.measured = CalibratedBreakdown(nothing, nothing, None)
         """The newest main call's body figures, which hold until the next call."""
         self.inferred: int | None = None
         self.log_before = 0
@@ -250,14 +266,17 @@ class _Rows:
                 self.measured = step.own
             # A side call (a title, a quota probe) is shown as itself and does not move the main chain.
             shown = step.own or self.measured
+            bands = shown.bands
             return ContextRow(
                 step.seq,
                 step.type,
-                shown.system_tokens,
-                shown.tools_tokens,
-                shown.message_tokens,
+                bands.system_tokens,
+                bands.tools_tokens,
+                bands.message_tokens,
                 None,
                 *common,
+                raw=shown.raw if shown.calibration is not None else None,
+                calibration=shown.calibration,
             )
         if basis == "log":
             return ContextRow(step.seq, step.type, step.system, step.tools, step.messages, None, *common)

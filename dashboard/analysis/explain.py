@@ -8,6 +8,7 @@ from pathlib import Path
 
 from projections.cache.cross_session import PrefixIndex, session_writes
 from projections.cache.explain.verdict import Verdict, verdict
+from projections.cache.render.render_record import markers_sent
 from projections.cache.results import RecordsAnalysis, RequestResult
 from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
 from projections.cache.transcript_analysis import is_boundary
@@ -75,9 +76,9 @@ def result_verdict(result: RequestResult) -> Verdict:
 
 
 def explain_json(result: RequestResult) -> dict[str, JSON]:
-    """The object ``explain --json`` prints for a request: where it sits, the previous request's
-    markers, and its verdict (first change, figures, label, detail, remedy, material, warnings, the
-    provider's own diagnosis and the client version)."""
+    """The object ``explain --json`` prints for a request: where it sits, the markers it sent, the
+    previous request's markers and what became of them, and its verdict (first change, figures,
+    label, detail, remedy, material, warnings, the provider's own diagnosis and the client version)."""
     data = result.data
     said = result_verdict(result).to_json()
     markers = [
@@ -89,6 +90,7 @@ def explain_json(result: RequestResult) -> dict[str, JSON]:
         "number": data["ordinal"] + 1,  # the request's place in its session as the pages count, from 1
         "lineage": data["lineage"],
         "model": data["model"],
+        "markers_sent": markers_sent(data, has_body=result.has_body),
         "markers": markers,
         "read_from": data.get("read_from"),
         "first_change": short,

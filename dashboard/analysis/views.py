@@ -19,6 +19,7 @@ from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.requests.change_display import change_sides
 from dashboard.sessions.figures import session_figures_cached
 from projections.cache.explain.verdict import verdict
+from projections.cache.render.render_record import markers_sent
 from projections.normalized import JSON
 
 # --- the request page ----------------------------------------------------------------------------
@@ -38,6 +39,7 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
         "analysis": analysis,
         "analysis_job": job,
         "analysis_data": data,
+        "markers_sent": markers_sent(data, has_body=call.has_body),
         "verdict": said,
         "figures": data.get("figures", {}),
         "first_change": change,

@@ -18,7 +18,7 @@ from dashboard.ingest.blocks import BlockStore
 from dashboard.ingest.event_writer import EventWriter
 from dashboard.ingest.request_rows import request_row
 from dashboard.ingest.summary import IngestSummary
-from dashboard.models import Event, Request, Session, Source
+from dashboard.models import Event, ProjectionRow, Request, Session, Source
 from dashboard.sessions.summaries import RequestSums, session_refresh_summary
 from dashboard.storage.copy_rows import insert_rows
 from projections.context_series import answering_seq
@@ -140,7 +140,8 @@ class RepeatedEvents:
 
     Each is checked against the stored row: the same type is a duplicate and skipped; another
     type is reported and the stored log kept; a seq the log lacks (a hole left by a bad line
-    earlier) is written now.
+    earlier, or a gap an earlier batch left) is written now, and the projection rows folded past it
+    are discarded, since a fold goes on over a gap and their states lack the event.
     """
 
     def __init__(self, session: Session, path: str, writer: EventWriter, summary: IngestSummary) -> None:
@@ -166,9 +167,11 @@ class RepeatedEvents:
         stored = dict(
             Event.objects.filter(session=self.session, seq__in=list(self.pending)).values_list("seq", "type")
         )
+        filled: list[int] = []
         for seq, event in self.pending.items():
             if seq not in stored:
                 self.writer.add(event)
+                filled.append(seq)
                 continue
             self.summary.duplicate_events += 1
             if stored[seq] != event.type:
@@ -177,6 +180,8 @@ class RepeatedEvents:
                     "the stored log is kept"
                 )
                 self.summary.errors.append(LineError(self.path, event.line, "seq", reason))
+        if filled:
+            ProjectionRow.objects.filter(session=self.session, seq__gte=min(filled)).delete()
         self.pending.clear()
 
 

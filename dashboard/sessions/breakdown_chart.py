@@ -23,8 +23,10 @@ INFERRED_COLOUR = "#9aa5b1"
 PROVIDER_COLOUR = "#c2413b"
 WINDOW_COLOUR = "#17212e"
 COMPACT_COLOUR = "#d08a1e"
+RAW_COLOUR = "#5c6670"
 MARKER_SYMBOLS = {"compaction": "triangle-down", "prune": "x"}
 INFERRED_NAME = "system + tools (inferred)"
+RAW_NAME = "raw estimate (4 characters per token)"
 FAR_ABOVE = 1.5
 """A limit more than this many times the largest figure is named above the chart, not drawn: a
 200k-token context drawn on a 1M axis would be a flat line at the bottom."""
@@ -36,7 +38,8 @@ SHORT_LOG_EVENTS = 15
 
 def session_breakdown_chart(series: BreakdownSeries) -> Figure:
     """System prompt, tools and messages stacked over the session (or, where the log cannot tell
-    system from tools, one inferred band), the provider-reported prompt as a line, the context window
+    system from tools, one inferred band), the provider-reported prompt as a line, the raw estimate
+    as a dotted line where the bands were calibrated to the provider's count, the context window
     and the host's auto-compact point as limits, and a marker at every compaction and prune.
 
     The y axis fits the data. A limit far above it (:data:`FAR_ABOVE`) is named in an annotation at
@@ -82,7 +85,11 @@ def session_breakdown_chart(series: BreakdownSeries) -> Figure:
                 line={"dash": "dash", "shape": "linear"},
             )
         )
-    top = max([p.used for p in points] + [v for v in provider if v is not None] + [1])
+    raw = [p.raw for p in points]
+    if any(value is not None for value in raw):
+        # The bands are calibrated to the provider's count; the estimate they came from stays in view.
+        traces.append(line(RAW_NAME, raw, RAW_COLOUR, connectgaps=True, line={"dash": "dot", "width": 1.5}))
+    top = max([p.used for p in points] + [v for v in provider + raw if v is not None] + [1])
     window = series.now.window if series.now is not None else None
     limits = [
         (name, value, colour)

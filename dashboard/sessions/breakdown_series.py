@@ -4,8 +4,10 @@ prune.
 
 The figures come from the engine: the ``contextBreakdown`` fold of the stored log, and each stored
 request's own figures (priced from its body at ingest, :mod:`projections.context_series`), so a
-claude-trace or capture session shows its requests' system and tools, and a usage-only transcript
-shows the rest of the provider's prompt as an inferred band. A long session's series is cached
+claude-trace or capture session shows its requests' system and tools (calibrated to the provider's
+count, the raw estimate kept), a usage-only transcript shows the rest of the provider's prompt as
+an inferred band, and a folded log keeps its own figures, with the gap named where they fall far
+short of the provider's count. A long session's series is cached
 until its log grows.
 """
 
@@ -21,6 +23,7 @@ from dashboard.models import Request, Session, SessionAnalysis
 from dashboard.models.requests import current_lineage
 from dashboard.refold.folds import session_records
 from dashboard.refold.lockstep import Track, fold_tracks
+from projections.breakdown_calibration import ContextShortfall, context_shortfall
 from projections.cache.predict.lineage import is_side_call
 from projections.context_series import Basis, ContextRow, RequestFigures, context_rows
 from projections.events import METERING_TYPES, current_spelling
@@ -47,6 +50,10 @@ class BreakdownPoint:
     inferred: int | None
     provider: int | None
     window: int | None
+    raw: int | None = None
+    """The raw heuristic estimate of the whole prompt, where the bands were calibrated from it."""
+    calibration: str | None = None
+    """How the bands were sized: ``provider count``, ``session factor``; ``None`` as estimated."""
 
     @property
     def used(self) -> int:
@@ -83,6 +90,8 @@ class BreakdownSeries:
     first_inferred: int | None = None
     """The inferred band at the session's first call, where the messages it absorbs are fewest: the
     closest the band comes to the system prompt and tools alone."""
+    shortfall: ContextShortfall | None = None
+    """Where a folded log's figures fall far short of the provider's count at its last call."""
     times: dict[int, datetime | None] = field(default_factory=dict, repr=False)
     """Event times while folding (emptied as points are made)."""
 
@@ -156,7 +165,15 @@ def session_breakdown_series(*, session: Session) -> BreakdownSeries:
         point = _point(row, series.times.pop(row.seq, None))
         if series.first_inferred is None:
             series.first_inferred = point.inferred
-        figures = (point.system, point.tools, point.messages, point.inferred, point.provider, point.window)
+        figures = (
+            point.system,
+            point.tools,
+            point.messages,
+            point.inferred,
+            point.provider,
+            point.window,
+            point.raw,
+        )
         if figures != last or point.provider is not None:
             series.points.append(point)
             last, pending = figures, None
@@ -167,6 +184,8 @@ def session_breakdown_series(*, session: Session) -> BreakdownSeries:
     series.times.clear()
     if breakdown.error is not None:
         series.error = str(breakdown.error.with_session(session.external_id))
+    if series.basis == "log":
+        series.shortfall = _shortfall(series.points)
     rule = auto_compact_rule(session.format)
     window = series.now.window if series.now is not None else None
     if rule is not None and window:
@@ -219,6 +238,14 @@ def session_request_figures(*, session: Session) -> dict[int, RequestFigures]:
     return figures
 
 
+def _shortfall(points: list[BreakdownPoint]) -> ContextShortfall | None:
+    """The gap between a folded log's figures and the provider's count at the last call of the main
+    chain, when it is far (the figures at the call's answering event, which already hold its reply:
+    a gap there is at least as wide as the call's)."""
+    last = next((p for p in reversed(points) if p.provider is not None), None)
+    return None if last is None else context_shortfall(last.used, last.provider)
+
+
 def _point(row: ContextRow, time: datetime | None) -> BreakdownPoint:
     return BreakdownPoint(
         seq=row.seq,
@@ -229,6 +256,8 @@ def _point(row: ContextRow, time: datetime | None) -> BreakdownPoint:
         inferred=row.inferred_tokens,
         provider=row.provider_prompt_tokens,
         window=row.context_window,
+        raw=row.raw.total if row.raw is not None else None,
+        calibration=row.calibration,
     )
 
 

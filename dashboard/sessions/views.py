@@ -140,6 +140,9 @@ def _breakdown_shown(series: BreakdownSeries) -> dict[str, Any]:
             "fill": None if not window else now.used / window,
             "auto_compact": series.auto_compact,
             "provider": series.last_provider,
+            "raw": now.raw,
+            "calibration": now.calibration,
+            "shortfall": series.shortfall,
         }
     return {
         "breakdown": BreakdownShown(

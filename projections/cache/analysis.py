@@ -15,6 +15,7 @@ from datetime import datetime
 
 from projections.cache.cross_session import PrefixIndex, WriterRef
 from projections.cache.explain.causes import Cause, classify_change
+from projections.cache.explain.content_forms import marker_why
 from projections.cache.explain.figures import Figures
 from projections.cache.explain.warnings import (
     CacheWarning,
@@ -348,18 +349,7 @@ def _analysis(
     markers: tuple[MarkerView, ...] = ()
     change: FirstChange | None = None
     if diff is not None and prev is not None:
-        markers = tuple(
-            MarkerView(
-                s.marker.ordinal,
-                s.marker.position,
-                s.marker.tier,
-                s.marker.identity,
-                s.marker.prefix_tokens,
-                s.status,
-                s.why,
-            )
-            for s in diff.markers
-        )
+        sublabel = None
         if diff.first_change is not None:
             unit = diff.first_change
             change = FirstChange(
@@ -369,6 +359,19 @@ def _analysis(
                 unit.byte_offset,
                 classify_change(prev, rendered, unit),
             )
+            sublabel = change.cause.sublabel
+        markers = tuple(
+            MarkerView(
+                s.marker.ordinal,
+                s.marker.position,
+                s.marker.tier,
+                s.marker.identity,
+                s.marker.prefix_tokens,
+                s.status,
+                marker_why(s.status, s.why, sublabel, change.identity if change else ""),
+            )
+            for s in diff.markers
+        )
     usage = request.usage
     wire_allows = diff.wire_allows if diff is not None else None
     figures = Figures(
@@ -398,7 +401,15 @@ def _analysis(
             rendered.total_tokens,
             identical_in_ttl=prediction.read > 0,
         ),
-        model_error(request.key, lineage, figures.reported_read, max(prediction.read, wire_allows or 0)),
+        model_error(
+            request.key,
+            lineage,
+            figures.reported_read,
+            max(prediction.read, wire_allows or 0),
+            form_switch=change.identity
+            if change is not None and change.cause.sublabel == "string-vs-block"
+            else None,
+        ),
     ]
     return RequestAnalysis(
         key=request.key,

@@ -348,6 +348,7 @@ def _body_result(
                 "prefix_tokens": m.prefix_tokens,
                 "prefix_hash": m.prefix_hash,
                 "ttl": m.ttl,
+                "automatic": m.automatic,
             }
             for m in render_record(rendered).markers
         ]

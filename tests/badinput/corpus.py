@@ -141,12 +141,12 @@ def deep_json(folder: Path, depth: int = 10_000) -> BadInput:
 
 
 def seq_gap(folder: Path) -> BadInput:
-    """Seq 3 missing: 0, 1, 2, 4. The event after the gap is refused and the log cannot be folded."""
+    """Seq 3 missing: 0, 1, 2, 4. Every event is kept and one notice says a number is missing."""
     sid, rows, baseline = _dsh_pair(folder, "seq-gap", turns=3)
     path = _write_lines(_bad_path(folder, sid), [*rows[:4], *rows[5:]])
     return BadInput(
-        "seq-gap", path, "seq", line=5, seq=4, words="gap", baseline=baseline, external_id=sid,
-        extra={"unfoldable": "gap"},
+        "seq-gap", path, "seq", line=5, seq=4, words="1 seq number is missing", where="line-notice",
+        baseline=baseline, external_id=sid,
     )  # fmt: skip
 
 

@@ -28,14 +28,13 @@ BAD_LINES = (
     "truncated-line",
     "invalid-utf8",
     "deep-json",
-    "seq-gap",
     "seq-duplicate",
     "zstd-checksum",
     "transcript-conflicting-call",
     "transcript-bad-usage",
 )
-REPAIRED_LINES = ("lone-surrogate", "nul-character")
-SESSION_LEVEL = tuple(sorted(set(CASES) - set(BAD_LINES) - set(REPAIRED_LINES)))
+NOTICED_LINES = ("lone-surrogate", "nul-character", "seq-gap")
+SESSION_LEVEL = tuple(sorted(set(CASES) - set(BAD_LINES) - set(NOTICED_LINES)))
 
 
 @pytest.mark.parametrize("name", BAD_LINES)
@@ -89,8 +88,8 @@ def test_a_repaired_line_is_kept_with_the_replacement_character(tmp_path: Path) 
     assert errors == []
 
 
-@pytest.mark.parametrize("name", REPAIRED_LINES)
-def test_each_repaired_line_is_a_notice_naming_file_line_and_field_not_an_error(
+@pytest.mark.parametrize("name", NOTICED_LINES)
+def test_each_noticed_line_is_a_notice_naming_file_line_and_field_not_an_error(
     name: str, tmp_path: Path
 ) -> None:
     case = CASES[name](tmp_path)
@@ -103,12 +102,15 @@ def test_each_repaired_line_is_a_notice_naming_file_line_and_field_not_an_error(
     assert not [i for i in items if isinstance(i, LineError)]
 
 
-def test_a_seq_gap_drops_the_event_and_marks_the_log_unfoldable(tmp_path: Path) -> None:
+def test_a_seq_gap_keeps_every_event_and_the_log_foldable(tmp_path: Path) -> None:
     case = CASES["seq-gap"](tmp_path)
     session, events, _, errors = _read(case)
-    assert errors[0].reason.startswith("seq 4 leaves a gap after seq 2")
-    assert session.unfoldable.startswith("seq 4:")
-    assert 4 not in [e.seq for e in events]
+    assert errors == []
+    assert session.unfoldable == ""
+    seqs = [e.seq for e in events]
+    assert 3 not in seqs
+    assert 4 in seqs
+    assert seqs == sorted(set(seqs))
 
 
 def test_an_ignorable_unknown_event_is_kept(tmp_path: Path) -> None:

@@ -203,6 +203,49 @@ def test_a_capture_of_every_provider_prices_its_requests_from_their_bodies(tmp_p
             assert any(row["messageTokens"] > 0 for row in rows), log
 
 
+def within_the_target(row: dict[str, Any]) -> bool:
+    """Whether a request row's bands add up to its provider's count within 0.5 % or 5 tokens."""
+    shown = row["systemTokens"] + row["toolsTokens"] + row["messageTokens"]
+    reported = row["providerPromptTokens"]
+    return abs(shown - reported) <= max(5, reported * 0.005)
+
+
+def test_request_body_bands_are_calibrated_to_the_provider_count_with_the_raw_estimate_kept(
+    tmp_path: Path,
+) -> None:
+    for log_format in ("claude-trace", "anthropic-capture", "openai-capture", "connectome"):
+        logs = _demo_logs(tmp_path / log_format, log_format)
+        counted = []
+        for log in logs:
+            rows = [json.loads(line) for line in run(str(log), "--json")[0].splitlines()]
+            counted += [row for row in rows if "providerPromptTokens" in row]
+        assert counted, log_format
+        for row in counted:
+            assert within_the_target(row), (log_format, row)
+            assert row["calibration"] == "provider count"
+            raw = row["rawEstimate"]
+            assert set(raw) == {"systemTokens", "toolsTokens", "messageTokens"}
+        # The estimate alone would not have added up: calibration is what brings the bands to size.
+        assert any(sum(row["rawEstimate"].values()) != row["providerPromptTokens"] for row in counted)
+
+
+@pytest.mark.shared_data
+def test_every_claude_trace_request_s_bands_add_up_to_the_provider_count_within_half_a_percent(
+    shared_data: Path,
+) -> None:
+    logs = sorted((shared_data / "claude-trace").glob("*.jsonl"))
+    assert logs
+    for log in logs:
+        lines = [line for line in log.read_text().splitlines() if line]
+        rows = [json.loads(line) for line in run(str(log), "--json")[0].splitlines()]
+        counted = [row for row in rows if "providerPromptTokens" in row]
+        assert len(counted) == len(lines), log.name  # every request reported its prompt
+        assert all(within_the_target(row) for row in counted), log.name
+        assert not all(
+            abs(sum(row["rawEstimate"].values()) - row["providerPromptTokens"]) <= 5 for row in counted
+        )  # the raw estimate alone misses
+
+
 def test_a_claude_code_transcript_infers_system_and_tools_and_never_prices_them_at_zero(
     tmp_path: Path,
 ) -> None:

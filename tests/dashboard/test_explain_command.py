@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import conversation
 
-PLACE = {"number", "lineage", "model", "markers", "read_from"}
+PLACE = {"number", "lineage", "model", "markers_sent", "markers", "read_from"}
 VERDICT = {
     "detail",
     "remedy",
@@ -23,6 +23,15 @@ VERDICT = {
     "client_version",
 }
 FIGURES = {"credited", "wire_allows", "reported_read", "reported_write", "predicted_read", "predicted_write"}
+
+
+def cache_controls(value: Any) -> int:
+    """How many ``cache_control`` fields a request body holds, at any depth."""
+    if isinstance(value, dict):
+        return ("cache_control" in value) + sum(cache_controls(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(cache_controls(v) for v in value)
+    return 0
 
 
 def explain(*args: str) -> str:
@@ -55,12 +64,35 @@ def test_explain_prints_one_object_per_request_in_order(tmp_path: Path) -> None:
     assert rows[2]["label"] == "prefix-changed@messages:2"
 
 
+def test_explain_lists_the_markers_each_request_sent_even_the_first_of_its_lineage(tmp_path: Path) -> None:
+    records = conversation()
+    # The last request also asks for the automatic breakpoint with a top-level cache_control.
+    records[2]["request"]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    rows = explain_json(write_jsonl(tmp_path / "capture.jsonl", records))
+
+    assert [len(row["markers_sent"]) for row in rows] == [cache_controls(r["request"]) for r in records]
+    assert rows[0]["markers"] == []  # nothing before it to keep or lose
+    assert rows[0]["markers_sent"] == [
+        {
+            "ordinal": 0, "tier": "system", "position": 1, "identity": "system:0",
+            "prefix_tokens": rows[1]["markers"][0]["prefix_tokens"], "ttl": "5m", "automatic": False,
+        },
+        {
+            "ordinal": 1, "tier": "messages", "position": 2, "identity": "messages:#0.0",
+            "prefix_tokens": rows[1]["markers"][1]["prefix_tokens"], "ttl": "5m", "automatic": False,
+        },
+    ]  # fmt: skip
+    automatic = rows[2]["markers_sent"][-1]
+    assert (automatic["ttl"], automatic["automatic"]) == ("1h", True)
+
+
 def test_explain_prints_a_table_without_json(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "capture.jsonl", conversation())
     table = explain(str(path))
     assert "session capture" in table
     assert "first change at messages:2 (edited)" in table
     assert "marker 1 at 4 (messages, 1730 tokens): broken" in table
+    assert "sent marker 0 at 1 (system, 5m" in table
 
 
 def test_explain_refuses_a_file_it_cannot_read(tmp_path: Path) -> None:
@@ -68,6 +100,18 @@ def test_explain_refuses_a_file_it_cannot_read(tmp_path: Path) -> None:
     path.write_text('{"hello": "world"}\n')
     with pytest.raises(CommandError, match=r"notes\.jsonl: format: unknown log format"):
         explain(str(path))
+
+
+@pytest.mark.shared_data
+def test_every_claude_trace_request_lists_as_sent_each_cache_control_of_its_body(shared_data: Path) -> None:
+    logs = sorted((shared_data / "claude-trace").glob("*.jsonl"))
+    assert logs
+    for path in logs:
+        bodies = [json.loads(line)["request"]["body"] for line in path.read_text().splitlines() if line]
+        rows = explain_json(path)
+        assert [row["number"] for row in rows] == list(range(1, len(bodies) + 1))
+        assert [len(row["markers_sent"]) for row in rows] == [cache_controls(b) for b in bodies], path.name
+        assert any(row["markers_sent"] and not row["markers"] for row in rows)  # a lineage's first
 
 
 @pytest.mark.shared_data

@@ -6,7 +6,10 @@ from pathlib import Path
 import pytest
 
 from dashboard.ingest.files import ingest_paths, path_as_given
-from dashboard.models import Event, Session
+from dashboard.models import Event, ProjectionRow, Session
+from dashboard.refold.folds import fold_session, session_records
+from projections.folds.fold import fold
+from projections.folds.registry import get_projection
 from tests.dashboard.logs import dsh_lines, write_jsonl
 
 pytestmark = pytest.mark.django_db
@@ -89,6 +92,28 @@ def test_a_later_copy_fills_a_hole_left_in_the_stored_log(tmp_path: Path) -> Non
     session = Session.objects.get(external_id="holey")
     assert list(session.events.order_by("seq").values_list("seq", flat=True)) == [0, 1, 2, 3, 4]
     assert session.event_count == 5
+
+
+def test_filling_a_gap_discards_the_rows_folded_past_it_so_the_next_fold_counts_the_event(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gapped" / "session.jsonl"
+    lines = dsh_lines("gapped", turns=2)
+    write_jsonl(path, [line for line in lines if line.get("seq") != 1])  # the first question elided
+    ingest_paths(paths=[path], source_name="laptop")
+    session = Session.objects.get(external_id="gapped")
+    fold_session(session_id=session.pk)
+    gapped = ProjectionRow.objects.get(session=session, key="contextBreakdown")
+    assert gapped.seq == 4
+
+    write_jsonl(path, lines)
+    ingest_paths(paths=[path], source_name="laptop")
+    assert not ProjectionRow.objects.filter(session=session, seq__gte=1).exists()
+    fold_session(session_id=session.pk)
+    whole = ProjectionRow.objects.get(session=session, key="contextBreakdown")
+    folded = fold(get_projection("contextBreakdown"), session_records(session_id=session.pk))
+    assert whole.val == get_projection("contextBreakdown").serialize(folded)
+    assert whole.view["messageTokens"] > gapped.view["messageTokens"]
 
 
 def test_a_grown_log_moves_the_last_activity_to_its_newest_event(tmp_path: Path) -> None:

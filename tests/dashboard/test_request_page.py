@@ -358,3 +358,36 @@ def test_the_markers_of_a_usage_only_previous_request_are_unknown_not_absent(vie
 
     assert "The previous request's cache markers are unknown: only its usage was logged." in page
     assert "carried no cache marker" not in page
+    assert "Unknown: only this request's usage was logged, not the markers it carried." in page
+
+
+@pytest.mark.django_db
+def test_the_first_request_of_a_lineage_lists_the_markers_it_sent(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    session = ingest_captures(tmp_path, conversation())
+    session_analyse(session_id=session.pk)
+    first = Request.objects.get(session=session, key="msg_1")
+    response = viewer_client.get(first.get_absolute_url())
+    page = response.content.decode()
+
+    sent = response.context["markers_sent"]
+    assert [(m["tier"], m["position"], m["ttl"]) for m in sent] == [
+        ("system", 1, "5m"),
+        ("messages", 2, "5m"),
+    ]
+    table = page[page.index('aria-labelledby="markers-sent-heading"') :].split("</table>")[0]
+    assert table.count("<tr><td") == 2
+    assert "<code>messages:#0.0</code>" in table
+    assert "The first request of its lineage: nothing to compare with." in without_tags(page)
+
+
+@pytest.mark.django_db
+def test_a_request_without_markers_says_it_carried_none(tmp_path: Path, viewer_client: Client) -> None:
+    records = conversation()
+    records[0]["request"]["system"] = [text("You are terse.")]
+    records[0]["request"]["messages"][0]["content"] = [text("Please read main.py")]
+    session = ingest_captures(tmp_path, records[:1])
+    session_analyse(session_id=session.pk)
+    page = viewer_client.get(Request.objects.get(session=session).get_absolute_url()).content.decode()
+    assert "This request carried no cache marker." in page

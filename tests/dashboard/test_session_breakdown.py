@@ -18,6 +18,7 @@ from dashboard.sessions import views as sessions_view
 from dashboard.sessions.breakdown_series import series_cache_key, session_breakdown_series
 from projections.normalized import EventRecord
 from projections.providers.model_windows import CLAUDE_CODE_AUTO_COMPACT
+from tests.dashboard.logs import dsh_lines, write_jsonl
 from tests.dashboard.test_folds import T0, stored_session
 
 
@@ -173,3 +174,44 @@ def test_the_window_use_reads_alike_in_the_panel_and_in_the_chart_s_note(
 
     assert shown is not None
     assert f"— {shown[1]} used" in note["text"]
+
+
+def test_a_capture_session_s_bands_are_calibrated_to_the_provider_count_and_the_raw_estimate_shown(
+    viewer_client: Client, demo_sessions: dict[str, Session]
+) -> None:
+    session = demo_sessions["claude-trace"]
+    series = session_breakdown_series(session=session)
+    counted = [point for point in series.points if point.provider is not None]
+    assert counted
+    for point in counted:
+        assert point.used == point.provider
+        assert point.calibration == "provider count"
+        assert point.raw is not None
+    assert any(point.raw != point.provider for point in counted)
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "calibrated to the provider's count; raw estimate" in page
+    assert 'id="breakdown-shortfall"' not in page
+    figure = json.loads(page.split('id="breakdown-figure" type="application/json">')[1].split("</script>")[0])
+    (raw,) = [trace for trace in figure["data"] if trace["name"] == "raw estimate (4 characters per token)"]
+    assert [value for value in raw["y"] if value is not None] == [p.raw for p in series.points if p.raw]
+
+
+def test_a_folded_log_far_short_of_the_provider_count_flags_the_gap_rather_than_call_it_the_context(
+    viewer_client: Client, db: None, tmp_path: Path
+) -> None:
+    # The log's own figures are a short system prompt and four lines; its calls report 1,000+ tokens.
+    path = write_jsonl(tmp_path / "short" / "session.jsonl", dsh_lines("short", turns=2))
+    ingest_paths(paths=[path], source_name="laptop")
+    session = Session.objects.get(external_id="short")
+    series = session_breakdown_series(session=session)
+    assert series.basis == "log"
+    assert series.shortfall is not None
+    assert series.shortfall.reported == series.last_provider
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    start = page.index('id="breakdown-shortfall"')
+    flag = page[start : page.index("</p>", start)]
+    assert "fall far short of the provider's count" in flag
+    assert f'title="{series.shortfall.missing}"' in flag
+    assert "<dt>In context</dt>" not in page
+    assert "In the log's figures" in page
+    assert "calibrated to the provider's count" not in page

@@ -101,3 +101,48 @@ def meter(lines: list[dict[str, Any]]) -> Iterator[tuple[int, int, int, int]]:
 def log_lines(path: Path) -> list[dict[str, Any]]:
     """Every non-empty line of a plain dsh log, decoded."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# --- copies with lines removed -------------------------------------------------------------------
+
+CHUNK_TYPES = {*PACKED_MEMBERS, "assistant/chunk"}
+
+
+def line_seqs(line: dict[str, Any]) -> list[int]:
+    """The seqs a stored line holds: one, or a packed row's members'."""
+    if line["type"] in PACKED_MEMBERS:
+        return [line["seq0"] + k for k in range(len(line["data"][PACKED_MEMBERS[line["type"]]]))]
+    return [line["seq"]]
+
+
+def without_chunks(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log as a snapshot that elides streaming chunks stores it: chunk events and rows gone."""
+    return [lines[0], *(line for line in lines[1:] if line["type"] not in CHUNK_TYPES)]
+
+
+def without_every_third_off_surface_line(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every third event line removed, where it neither sits on the surface nor meters a
+    replacement: removing one of those would change what the log says, not only its numbering."""
+    kept = [lines[0]]
+    for index, line in enumerate(lines[1:]):
+        structural = "surfaceOp" in line or line["type"] in METERING_TYPES
+        if index % 3 != 1 or structural:
+            kept.append(line)
+    return kept
+
+
+def missing_numbers(whole: list[dict[str, Any]], copy: list[dict[str, Any]]) -> int:
+    """How many seqs of ``whole`` the copy lacks below its own last seq (numbers after the last
+    event are not missing: the log just ends sooner)."""
+    kept = {seq for line in copy[1:] for seq in line_seqs(line)}
+    last = max(kept, default=-1)
+    return sum(1 for line in whole[1:] for seq in line_seqs(line) if seq not in kept and seq < last)
+
+
+def write_log(path: Path, lines: list[dict[str, Any]]) -> Path:
+    """``lines`` written as a plain dsh log at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Escaped, so a lone surrogate a line holds is written as the harness wrote it.
+    text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -31,14 +31,19 @@ def test_a_capture_row_takes_system_tools_and_messages_from_its_request_body() -
         (event(1, "cache/request", requestRef="req_b"), view()),
     ]
     main, side = context_rows(steps, requests)
-    assert (main.system_tokens, main.tools_tokens, main.message_tokens) == (3537, 9811, 1335)
-    assert (main.provider_prompt_tokens, main.context_window, main.basis) == (15_036, 200_000, "request body")
-    assert (side.system_tokens, side.tools_tokens, side.lineage) == (0, 0, "side")
+    # Calibrated to the provider's count, the difference spread in proportion; the raw estimate kept.
+    assert (main.system_tokens, main.tools_tokens, main.message_tokens) == (3622, 10047, 1367)
+    assert main.total == main.provider_prompt_tokens == 15_036
+    assert (main.raw, main.calibration) == (RequestBreakdown(3537, 9811, 1335), "provider count")
+    assert (main.context_window, main.basis) == (200_000, "request body")
+    assert (side.system_tokens, side.tools_tokens, side.message_tokens, side.lineage) == (0, 0, 8, "side")
+    assert main.to_json()["rawEstimate"] == {"systemTokens": 3537, "toolsTokens": 9811, "messageTokens": 1335}
+    assert main.to_json()["calibration"] == "provider count"
 
 
 def test_a_side_call_does_not_replace_the_main_chain_s_figures_on_later_rows() -> None:
     requests = {
-        0: RequestFigures("claude-sonnet-4-20250514", "main", RequestBreakdown(10, 20, 30), 70),
+        0: RequestFigures("claude-sonnet-4-20250514", "main", RequestBreakdown(10, 20, 30), 60),
         1: RequestFigures("claude-3-5-haiku-20241022", "side", RequestBreakdown(0, 0, 5), 5),
     }
     steps = [

@@ -8,8 +8,10 @@ usage-only transcript (Claude Code) gives its messages and the rest of the provi
 tell them apart.
 
 With ``--json`` every event prints one line ``{"seq", "type", "systemTokens", "toolsTokens",
-"messageTokens", "basis"}`` plus ``providerPromptTokens`` and ``contextWindow`` where known; a fold
-that stops prints a last line ``{"error": ...}`` and the command exits non-zero.
+"messageTokens", "basis"}`` plus ``providerPromptTokens`` and ``contextWindow`` where known, and,
+where a request body's bands were calibrated to the provider's count, ``calibration`` and the raw
+estimate as ``rawEstimate``; a fold that stops prints a last line ``{"error": ...}`` and the command
+exits non-zero.
 """
 
 from __future__ import annotations

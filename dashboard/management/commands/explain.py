@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.analysis.explain import FileSession, explain_json, file_analyse, result_verdict
+from projections.cache.render.render_record import markers_sent
 from projections.cache.results import RequestResult
 from projections.formats import FORMAT_NAMES
 from projections.normalized import FormatError
@@ -55,6 +56,12 @@ class Command(BaseCommand):
         self.stdout.write(header)
         for result in session.analysis.results:
             self.stdout.write(_row(result))
+            for sent in markers_sent(result.data, has_body=result.has_body) or ():
+                self.stdout.write(
+                    f"{'':>4}   sent marker {sent['ordinal']} at {sent['position']} ({sent['tier']}, "
+                    f"{sent['ttl']}, {sent['prefix_tokens']} tokens)"
+                    + (", automatic" if sent["automatic"] else "")
+                )
             for marker in result.data["markers"]:
                 self.stdout.write(
                     f"{'':>4}   marker {marker['ordinal']} at {marker['position']} ({marker['tier']}, "

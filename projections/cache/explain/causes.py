@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from projections.cache.explain.content_forms import string_block_switch
 from projections.cache.render.diff import ChangedUnit
 from projections.cache.render.rendered_request import RenderedRequest
 from projections.cache.render.spans import Span, smallest_span
@@ -83,8 +84,12 @@ REMEDIES: dict[str, str] = {
         "(with their signatures) or strip them before they are first cached."
     ),
     "reserialized": (
-        "The same content was serialized differently (string vs block list, key order, whitespace, "
-        "role framing): render every message once and store the bytes sent, instead of re-rendering."
+        "The same content was serialized differently (key order, whitespace, role framing): render "
+        "every message once and store the bytes sent, instead of re-rendering."
+    ),
+    "string-vs-block": (
+        "Send each message in one form on every request (a one-text-block list, the only form a marker "
+        "can sit on); this switch may break the cache, and a provider read past it shows it did not."
     ),
     "edited": (
         "A message already sent was edited in place: append corrections as new messages instead of "
@@ -158,6 +163,9 @@ def classify_change(prev: RenderedRequest, cur: RenderedRequest, change: Changed
     new_tier = cur.tiers[p] if p < len(cur) else None
     if "tools" in (old_tier, new_tier):
         return _cause("tools-changed", _tools_detail(prev, cur))
+    switched = string_block_switch(prev, cur, p)
+    if switched is not None:
+        return _cause("reserialized", switched, sublabel="string-vs-block")
     if "system" in (old_tier, new_tier) and not _shifted(prev, cur, p):
         return _system_cause(prev, cur, p)
     if p >= len(cur) or p >= len(prev):

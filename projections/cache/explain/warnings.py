@@ -102,16 +102,24 @@ def unattributed_miss(
     )
 
 
-def model_error(request: str, place: str, reported: int | None, allowed: int) -> CacheWarning | None:
-    """The provider read more than the bytes allow: the cache model is wrong here."""
+def model_error(
+    request: str, place: str, reported: int | None, allowed: int, *, form_switch: str | None = None
+) -> CacheWarning | None:
+    """The provider read more than the bytes allow: the cache model is wrong here.
+
+    ``form_switch`` names the first change when it is only a string ↔ one-text-block switch, which
+    may or may not break the cache (:func:`~projections.cache.explain.content_forms.string_block_switch`):
+    a read past it is the evidence that it did not, and the message says so.
+    """
     if reported is None or reported <= allowed + MODEL_ERROR_SLACK:
         return None
-    return CacheWarning(
-        "model-error",
-        place,
-        f"reported read {reported} exceeds the {allowed} tokens the bytes allow",
-        request,
-    )
+    message = f"reported read {reported} exceeds the {allowed} tokens the bytes allow"
+    if form_switch is not None:
+        message += (
+            f": the provider read past the string ↔ one-text-block switch at {form_switch}, so here "
+            "the switch did not break the cache"
+        )
+    return CacheWarning("model-error", place, message, request)
 
 
 def marker_limit(request: str, place: str, markers: int) -> CacheWarning | None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from projections.cache.render.rendered_request import RenderedRequest, Tier
+from projections.normalized import JSON
+
+SENT_MARKER_KEYS = ("ordinal", "tier", "position", "identity", "prefix_tokens", "ttl")
+"""What a marker as sent shows: the explain JSON and the request page list exactly these."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +23,8 @@ class RecordMarker:
     prefix_hash: str
     prefix_tokens: int
     ttl: str
+    automatic: bool = False
+    """True for the breakpoint a top-level ``cache_control`` implies, which sits on no block."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +50,29 @@ def render_record(rendered: RenderedRequest) -> RenderRecord:
             prefix_hash=rendered.prefix_hashes[marker.position],
             prefix_tokens=rendered.prefix_tokens(marker.position),
             ttl=marker.ttl,
+            automatic=marker.automatic,
         )
         for ordinal, marker in enumerate(rendered.markers)
     )
     return RenderRecord(markers)
+
+
+def markers_sent(data: Mapping[str, JSON], *, has_body: bool) -> list[dict[str, JSON]] | None:
+    """The cache markers a request carried as sent, from the render record its stored analysis
+    keeps (``data["record"]``), each with :data:`SENT_MARKER_KEYS` and whether it is the automatic
+    breakpoint of a top-level ``cache_control``; ``None`` when only the request's usage was logged,
+    so what it carried is unknown.
+
+    The first request of a lineage has no predecessor whose markers could be kept or lost, but it
+    did send its own: this is the list that shows them.
+    """
+    record = data.get("record")
+    if not has_body or not isinstance(record, list):
+        return None
+    sent: list[dict[str, JSON]] = []
+    for marker in record:
+        if isinstance(marker, dict):
+            shown: dict[str, JSON] = {key: marker.get(key) for key in SENT_MARKER_KEYS}
+            shown["automatic"] = bool(marker.get("automatic"))
+            sent.append(shown)
+    return sent

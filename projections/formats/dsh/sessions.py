@@ -1,7 +1,8 @@
 """dsh session logs: ``session.jsonl`` and multi-frame ``session.jsonl.zstd`` (DESIGN §4).
 
 A header line, then one event per line. Versions 0, 3 and 4 are read; any other is refused.
-Packed chunk rows expand into ``assistant/chunk`` events; seqs must run contiguously from 0.
+Packed chunk rows expand into ``assistant/chunk`` events; seqs must strictly increase, and a gap
+between them is kept and reported once (see :class:`~projections.formats.dsh.seqs.SeqOrder`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh.calls import DshCalls
+from projections.formats.dsh.seqs import SeqOrder
 from projections.formats.reading.limits import MAX_EVENT_TYPE, MAX_SEQ, MAX_SOURCE_SEQS
 from projections.formats.reading.lines import LogLines
 from projections.formats.reading.times import parse_time
@@ -133,8 +135,7 @@ def read_dsh_session(path: Path) -> SessionImport:
 
 def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
     name = str(path)
-    expected = 0
-    lost_lines = False
+    order = SeqOrder(name)
     calls = DshCalls(name, session.lineage)
     with LogLines(path) as log:
         lines = log.json_lines()
@@ -145,28 +146,16 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
             if line.notice is not None:
                 yield line.notice
             if line.value is None:
-                lost_lines = True
                 continue
             try:
                 events = decode_record(line.value, line.number)
             except _BadField as bad:
-                lost_lines = True
                 yield LineError(name, line.number, bad.field, bad.reason)
                 continue
             for event in events:
-                if event.seq == expected or (lost_lines and event.seq > expected):
-                    expected = event.seq + 1
-                    lost_lines = False
-                elif event.seq < expected:
-                    reason = f"seq {event.seq} repeats an earlier event (expected seq {expected}); dropped"
-                    yield LineError(name, line.number, "seq", reason)
-                    continue
-                else:
-                    reason = f"seq {event.seq} leaves a gap after seq {expected - 1}; dropped"
-                    yield LineError(name, line.number, "seq", reason)
-                    if not session.unfoldable:
-                        session.unfoldable = f"seq {event.seq}: gap after seq {expected - 1}"
-                    expected = event.seq + 1
+                refused = order.admit(event)
+                if refused is not None:
+                    yield refused
                     continue
                 if not event.ignorable and not is_known_event_type(event.type) and not session.unfoldable:
                     session.unfoldable = (
@@ -179,6 +168,9 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
                 if call is not None:
                     yield call
         session.crash_tail = log.crash_tail
+    gaps = order.gaps_notice()
+    if gaps is not None:
+        yield gaps
 
 
 def _int(value: JSON, field: str) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from projections.cache.analysis import RequestAnalysis, analyse_lineage
 from projections.cache.predict.client_records import CreditRecord
-from projections.normalized import RequestRecord
+from projections.normalized import RequestRecord, Usage
 from tests.projections.cache.builders import (
     body,
     conversation,
@@ -135,7 +135,28 @@ def test_a_change_of_raw_form_only_is_reserialized() -> None:
     analysis = pair(prev_body, body(new, marks=(11,)))
     assert analysis.first_change is not None
     assert analysis.first_change.cause.label == "reserialized"
+    assert analysis.first_change.cause.sublabel == "string-vs-block"
+    # The bytes changed, so the bound stays the prefix before them; the marker is only maybe broken.
     assert analysis.figures.wire_allows == through_system(prev_body)
+    broken = [m for m in analysis.markers if m.status == "broken"]
+    assert broken
+    assert all(m.why.startswith("maybe broken: ") for m in broken)
+
+
+def test_a_provider_read_past_a_string_to_block_switch_is_named_as_evidence_that_it_kept_the_cache() -> None:
+    history = conversation(12)
+    history[4]["content"] = history[4]["content"][0]["text"]
+    prev_body = body(history, marks=(11,))
+    new = copy.deepcopy(history)
+    new[4]["content"] = [{"type": "text", "text": new[4]["content"]}]
+    new += [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
+    read_all = through_message(prev_body, 11)
+    usage = Usage(10, read_all, 20, None, 5, "anthropic")
+    requests = [record("r0", 0, prev_body), record("r1", 1, body(new, marks=(12,)), minutes=1, usage=usage)]
+    analysis = analyse_lineage(requests)[1]
+    [error] = [w for w in analysis.warnings if w.kind == "model-error"]
+    assert "read past the string ↔ one-text-block switch at messages:#4.0" in error.message
+    assert "did not break the cache" in error.message
 
 
 def test_a_late_tool_result_moving_above_a_stub_is_reordered() -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from projections.cache.explain.causes import REMEDIES, Cause, classify_change, smallest_span, unit_text
 from projections.cache.render.diff import first_change, shared_prefix_length
 from projections.cache.render.rendering import render_request
@@ -120,3 +122,45 @@ def test_unit_text_reads_blocks_results_and_inputs() -> None:
     )
     assert unit_text({"type": "tool_use", "input": {"k": 1}}) == '{"k": 1}'
     assert unit_text("plain") == "plain"
+
+
+def one_block(history: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    """``history`` with message ``index`` sent as a plain string rather than its one text block."""
+    stringy = copy.deepcopy(history)
+    stringy[index]["content"] = stringy[index]["content"][0]["text"]
+    return stringy
+
+
+@pytest.mark.parametrize("direction", ["string first", "block first"])
+def test_the_same_text_switched_between_a_string_and_one_text_block_may_break_the_cache(
+    direction: str,
+) -> None:
+    history = conversation(4)
+    before, after = (
+        (one_block(history, 2), history) if direction == "string first" else (history, one_block(history, 2))
+    )
+    cause = classify(body(before), body(after))
+    assert (cause.label, cause.sublabel) == ("reserialized", "string-vs-block")
+    assert cause.detail.startswith("messages:#2.0 is the same text, sent as a ")
+    assert "may break the cache" in cause.detail
+    assert cause.remedy == REMEDIES["string-vs-block"]
+    assert "may break" in cause.remedy
+
+
+def test_a_string_system_prompt_sent_as_one_text_block_is_the_same_switch() -> None:
+    history = conversation(2)
+    listed = body(history)
+    stringy = dict(listed, system=listed["system"][0]["text"])
+    cause = classify(stringy, listed)
+    assert (cause.label, cause.sublabel) == ("reserialized", "string-vs-block")
+    assert cause.detail.startswith("system:0 is the same text")
+
+
+def test_a_string_that_became_one_of_several_blocks_is_not_a_form_switch() -> None:
+    history = conversation(4)
+    grown = copy.deepcopy(history)
+    grown[2]["content"].append({"type": "text", "text": "and one more thing"})
+    assert classify(body(one_block(history, 2)), body(grown)).sublabel != "string-vs-block"
+    cited = copy.deepcopy(history)
+    cited[2]["content"][0]["citations"] = [{"type": "char_location", "cited_text": "x"}]
+    assert classify(body(one_block(history, 2)), body(cited)).sublabel != "string-vs-block"

@@ -94,10 +94,20 @@ def test_an_unpriceable_message_stops_the_fold_naming_seq_and_field() -> None:
         fold(V6, log.events)
 
 
-def test_a_gap_in_seqs_stops_the_fold() -> None:
+def test_a_gap_in_seqs_folds_on_over_the_events_present() -> None:
     events = small_log().events
-    with pytest.raises(FoldError, match="seq-gap: expected seq 1 after seq 0"):
-        fold(V6, [events[0], events[2]])
+    gapped, whole = V6.view(fold(V6, [events[0], events[2]])), V6.view(fold(V6, events))
+    question = V6.view(fold(V6, [events[1]])).message_tokens
+    assert question > 0
+    assert gapped == Breakdown(whole.system_tokens, whole.message_tokens - question)
+
+
+def test_a_repeated_or_earlier_seq_stops_the_fold() -> None:
+    events = small_log().events
+    with pytest.raises(FoldError, match=r"seq 1 \(.*\): seq-order: seq 1 after seq 2: seqs must strictly"):
+        fold(V6, [events[0], events[2], events[1]])
+    with pytest.raises(FoldError, match="seq-order: seq 2 after seq 2"):
+        fold(V6, [events[0], events[2], events[2]])
 
 
 def test_after_seq_skips_events_already_in_the_state() -> None:

@@ -11,12 +11,24 @@ from projections.folds.registry import fold_views, get_projection
 from projections.formats.dsh.sessions import read_dsh_session
 from projections.normalized import EventRecord, LineError, LineNotice
 from tests.conftest import SHARED_DATA
-from tests.projections.harness_meter import log_lines, meter
+from tests.projections.harness_meter import (
+    line_seqs,
+    log_lines,
+    meter,
+    missing_numbers,
+    without_chunks,
+    without_every_third_off_surface_line,
+    write_log,
+)
 
 REAL_LOGS = sorted((SHARED_DATA / "dsh-real").glob("*.jsonl"))
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures" / "dsh"
 
 Figures = tuple[int, int, int, int]
+ELISIONS = {
+    "chunks-elided": without_chunks,
+    "every-third-off-surface-line-removed": without_every_third_off_surface_line,
+}
 
 
 def read_events(path: Path) -> tuple[list[EventRecord], str]:
@@ -85,3 +97,42 @@ def test_the_positional_version_agrees_with_the_live_one_on_every_real_log(share
         events, _ = read_events(path)
         ours = [step.view for step in fold_views(positional, events)]
         assert ours == [step.view for step in fold_views(live, events)], path.name
+
+
+def check_gapped_copy(path: Path, folder: Path, elision: str) -> int:
+    """Fold a copy of ``path`` with lines removed against the harness meter after every event;
+    returns how many seq numbers the copy is missing."""
+    whole = log_lines(path)
+    copy = write_log(folder / path.name, ELISIONS[elision](whole))
+    missing = missing_numbers(whole, log_lines(copy))
+    session = read_dsh_session(copy)
+    items = list(session.items)
+    assert (session.fatal, session.unfoldable) == ("", "")
+    assert [item for item in items if isinstance(item, LineError)] == []
+    notices = [item for item in items if isinstance(item, LineNotice)]
+    if missing:
+        [notice] = notices
+        assert notice.field == "seq"
+        assert notice.reason.startswith(f"{missing} seq number")
+    else:
+        assert notices == []
+    events = [item for item in items if isinstance(item, EventRecord)]
+    assert len(events) == sum(len(line_seqs(line)) for line in log_lines(copy)[1:])
+    assert live_breakdown(events) == list(meter(log_lines(copy)))
+    return missing
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("elision", ELISIONS)
+@pytest.mark.parametrize("path", REAL_LOGS, ids=lambda path: path.name)
+def test_a_real_log_with_lines_removed_keeps_the_rest_and_shows_what_the_harness_meter_shows(
+    path: Path, elision: str, shared_data: Path, tmp_path: Path
+) -> None:
+    check_gapped_copy(path, tmp_path, elision)
+
+
+@pytest.mark.parametrize("elision", ELISIONS)
+def test_a_hand_made_log_with_lines_removed_keeps_the_rest_and_shows_what_the_harness_meter_shows(
+    elision: str, tmp_path: Path
+) -> None:
+    assert check_gapped_copy(FIXTURES / "header-era.session.jsonl", tmp_path, elision) > 0

@@ -8,6 +8,7 @@ import pytest
 
 from projections.formats import read_sessions
 from projections.formats.dsh.sessions import read_dsh_session
+from projections.normalized import EventRecord, LineError, LineNotice
 from tests.projections.formats.conftest import drain, event, header, jsonl, zstd_frames
 
 
@@ -219,14 +220,30 @@ def test_duplicate_seq_is_a_line_error_and_dropped(write: Any) -> None:
     assert [(e.line, e.field) for e in errors] == [(4, "seq")]
 
 
-def test_seq_gap_is_a_line_error_and_marks_the_session_unfoldable(write: Any) -> None:
-    rows = [header(), event(0), event(3), event(4)]
+def test_a_seq_going_back_is_a_line_error_naming_the_line_and_dropped(write: Any) -> None:
+    rows = [header(), event(0), event(4), event(2), event(5)]
+    events, _, errors = drain(read_dsh_session(write("session.jsonl", jsonl(rows))))
+    assert [e.seq for e in events] == [0, 4, 5]
+    assert [(e.line, e.field) for e in errors] == [(4, "seq")]
+    assert errors[0].reason == "seq 2 goes back after seq 4; seqs must strictly increase; dropped"
+
+
+def test_seq_gaps_keep_every_event_and_give_one_notice_counting_the_missing_numbers(write: Any) -> None:
+    rows = [header(), event(0), event(3), event(4), event(9)]
     session = read_dsh_session(write("session.jsonl", jsonl(rows)))
-    events, _, errors = drain(session)
-    assert [e.seq for e in events] == [0, 4]
-    assert [(e.line, e.field) for e in errors] == [(3, "seq")]
-    assert "gap" in errors[0].reason
-    assert session.unfoldable.startswith("seq 3: gap")
+    items = list(session.items)
+    assert [i.seq for i in items if isinstance(i, EventRecord)] == [0, 3, 4, 9]
+    assert [i for i in items if isinstance(i, LineError)] == []
+    [notice] = [i for i in items if isinstance(i, LineNotice)]
+    assert (notice.line, notice.field) == (3, "seq")
+    assert notice.reason.startswith("6 seq numbers are missing in 2 gaps (the first: seq 1 to 2)")
+    assert session.unfoldable == ""
+
+
+def test_a_log_starting_after_seq_0_notes_the_numbers_before_it(write: Any) -> None:
+    session = read_dsh_session(write("session.jsonl", jsonl([header(), event(1), event(2)])))
+    [notice] = [i for i in session.items if isinstance(i, LineNotice)]
+    assert notice.reason.startswith("1 seq number is missing in 1 gap (the first: seq 0)")
 
 
 def test_corrupted_lines_among_good_ones_are_exactly_the_ones_reported(write: Any) -> None:
