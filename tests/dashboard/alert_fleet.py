@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -66,6 +66,12 @@ def eligible_prompt(plan: Plan) -> int:
     return plan.per_day * sum(prompt_tokens(index) for index in range(1, plan.calls))
 
 
+def plain_hit_rate(plan: Plan) -> float:
+    """Read ÷ prompt over every call of a plan's session, its cold start included."""
+    usages = [call_usage(index, plan.hit_rate) for index in range(plan.calls)]
+    return sum(u.cache_read for u in usages) / sum(u.prompt_total for u in usages)
+
+
 def write_plan(root: Path, plan: Plan, seed: int = 7) -> list[Path]:
     """Write the plan's sessions under ``root/<source>/``; their paths."""
     rng = random.Random(f"{seed}:{plan.source}:{plan.version}:{plan.first.isoformat()}")
@@ -101,3 +107,15 @@ def write_plan(root: Path, plan: Plan, seed: int = 7) -> list[Path]:
         write_transcript(path, transcript_lines(conversation, context))
         paths.append(path)
     return paths
+
+
+END = datetime(2026, 3, 9, tzinfo=UTC)
+"""When the tests evaluate: the end of the eighth day."""
+DAY = timedelta(days=1)
+STEADY_ALPHA = Plan("alpha", "2.1.0", 0.9, END - 8 * DAY, days=7, per_day=3, calls=19)
+BROKEN_ALPHA = Plan("alpha", "2.2.0", 0.3, END - DAY, days=1, per_day=3, calls=19)
+"""Alpha's new release, in the last 24 hours: 90 % → 30 %."""
+STEADY_BETA = Plan("beta", "2.1.0", 0.9, END - 8 * DAY, days=8, per_day=3, calls=19)
+RECOVERED_ALPHA = Plan("alpha", "2.2.0", 0.9, END, days=1, per_day=3, calls=19)
+"""The day after: the same release reads its cache again."""
+STEADY_BETA_AFTER = Plan("beta", "2.1.0", 0.9, END, days=1, per_day=3, calls=19)
