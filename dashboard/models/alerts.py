@@ -156,6 +156,19 @@ class AlertRule(models.Model):
         return slice_dimensions(self.slice)
 
 
+DEFAULT_RULE_NAME = "Hit rate per source and client version"
+DEFAULT_RULE = {
+    "metric": "hit_rate",
+    "slice": "source,client_version",
+    "current_hours": 24,
+    "baseline_days": 7,
+    "threshold": Decimal(15),
+    "min_requests": 50,
+}
+"""The rule every install starts with (migration 0037 adds it): a source's release whose hit rate
+over eligible requests falls 15 points below the 7 days before, with 50 requests in each window."""
+
+
 class AlertQuerySet(models.QuerySet["Alert"]):
     def open(self) -> AlertQuerySet:
         return self.filter(status=Alert.Status.OPEN)

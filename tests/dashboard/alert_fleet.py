@@ -19,6 +19,8 @@ from dashboard.demo import pools
 from dashboard.demo.cache_model import AnthropicCache, CacheUsage
 from dashboard.demo.conversation import AgentProfile, Call, Conversation, UserEntry
 from dashboard.demo.formats.claude_code import TranscriptContext, transcript_lines, write_transcript
+from dashboard.models import AlertRule
+from dashboard.models.alerts import DEFAULT_RULE, DEFAULT_RULE_NAME
 
 MODEL = "claude-sonnet-4-5-20250929"
 PRICE_WRITE_5M = Decimal("3.75")
@@ -109,13 +111,25 @@ def write_plan(root: Path, plan: Plan, seed: int = 7) -> list[Path]:
     return paths
 
 
+def regression(end: datetime) -> tuple[Plan, Plan, Plan]:
+    """Eight days to ``end``: alpha at 90 % on 2.1.0 for seven, then 2.2.0 at 30 % for the last
+    24 hours; beta at 90 % on 2.1.0 throughout."""
+    return (
+        Plan("alpha", "2.1.0", 0.9, end - 8 * DAY, days=7, per_day=3, calls=19),
+        Plan("alpha", "2.2.0", 0.3, end - DAY, days=1, per_day=3, calls=19),
+        Plan("beta", "2.1.0", 0.9, end - 8 * DAY, days=8, per_day=3, calls=19),
+    )
+
+
+DAY = timedelta(days=1)
 END = datetime(2026, 3, 9, tzinfo=UTC)
 """When the tests evaluate: the end of the eighth day."""
-DAY = timedelta(days=1)
-STEADY_ALPHA = Plan("alpha", "2.1.0", 0.9, END - 8 * DAY, days=7, per_day=3, calls=19)
-BROKEN_ALPHA = Plan("alpha", "2.2.0", 0.3, END - DAY, days=1, per_day=3, calls=19)
-"""Alpha's new release, in the last 24 hours: 90 % → 30 %."""
-STEADY_BETA = Plan("beta", "2.1.0", 0.9, END - 8 * DAY, days=8, per_day=3, calls=19)
+STEADY_ALPHA, BROKEN_ALPHA, STEADY_BETA = regression(END)
 RECOVERED_ALPHA = Plan("alpha", "2.2.0", 0.9, END, days=1, per_day=3, calls=19)
 """The day after: the same release reads its cache again."""
 STEADY_BETA_AFTER = Plan("beta", "2.1.0", 0.9, END, days=1, per_day=3, calls=19)
+
+
+def ensure_default_rule() -> AlertRule:
+    """The rule the migrations add; made again when a transactional test before flushed it."""
+    return AlertRule.objects.get_or_create(name=DEFAULT_RULE_NAME, defaults=DEFAULT_RULE)[0]

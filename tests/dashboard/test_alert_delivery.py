@@ -24,6 +24,7 @@ from tests.dashboard.alert_fleet import (
     STEADY_ALPHA,
     STEADY_BETA,
     STEADY_BETA_AFTER,
+    ensure_default_rule,
 )
 from tests.dashboard.webhook_receiver import WebhookReceiver, unreachable_url
 
@@ -43,7 +44,7 @@ def _quick_backoff(settings: Any) -> None:
 
 @pytest.fixture
 def rule(db: None) -> AlertRule:
-    return AlertRule.objects.get(name="Hit rate per source and client version")
+    return ensure_default_rule()
 
 
 def test_the_webhook_gets_one_post_naming_the_release_and_a_second_check_sends_nothing(

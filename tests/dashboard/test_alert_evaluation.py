@@ -27,6 +27,7 @@ from tests.dashboard.alert_fleet import (
     STEADY_BETA,
     STEADY_BETA_AFTER,
     eligible_prompt,
+    ensure_default_rule,
     plain_hit_rate,
 )
 
@@ -34,7 +35,7 @@ from tests.dashboard.alert_fleet import (
 @pytest.fixture
 def default_rule(db: None) -> AlertRule:
     """The rule the migrations add: hit rate per source and client version."""
-    return AlertRule.objects.get(name="Hit rate per source and client version")
+    return ensure_default_rule()
 
 
 def test_the_default_rule_watches_hit_rate_per_source_and_release(default_rule: AlertRule) -> None:
