@@ -7,8 +7,8 @@ stored request (from the daily usage rollups), the miss cost and the re-processe
 rollups). Prometheus takes rates of the counters itself. The text is kept in the cache for
 ``CACHESCOPE_METRICS_CACHE_SECONDS``, so a scrape every few seconds costs the database nothing more.
 
-The scraper sends ``Authorization: Bearer <CACHESCOPE_METRICS_TOKEN>``; without that setting the
-endpoint answers 404, as if it were not there.
+The scraper sends ``Authorization: Bearer <CACHESCOPE_METRICS_TOKEN>``; without that setting every
+scrape is refused (401), whatever it sends.
 """
 
 from __future__ import annotations
@@ -157,16 +157,20 @@ def _authorized(request: HttpRequest) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
 
 
+def _unauthorized(message: str) -> HttpResponse:
+    response = HttpResponse(message, status=401, content_type="text/plain")
+    response["WWW-Authenticate"] = 'Bearer realm="cachescope-metrics"'
+    return response
+
+
 @login_not_required  # a scraper has a token, not a session; the token is checked below
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     """The exposition text, for a scraper with the token."""
     if not settings.CACHESCOPE_METRICS_TOKEN:
-        return HttpResponse("Not found: set CACHESCOPE_METRICS_TOKEN to serve /metrics.\n", status=404)
+        return _unauthorized("/metrics is off: set CACHESCOPE_METRICS_TOKEN to serve it\n")
     if not _authorized(request):
-        response = HttpResponse("send 'Authorization: Bearer <CACHESCOPE_METRICS_TOKEN>'\n", status=401)
-        response["WWW-Authenticate"] = 'Bearer realm="cachescope-metrics"'
-        return response
+        return _unauthorized("send 'Authorization: Bearer <CACHESCOPE_METRICS_TOKEN>'\n")
     body = cache.get(CACHE_KEY)
     if body is None:
         body = metrics_text(now=timezone.now())

@@ -35,7 +35,10 @@ def test_metrics_without_the_token_are_refused(client: Client, scraping: None, d
 
 
 def test_metrics_are_off_without_a_token_setting(client: Client, db: None) -> None:
-    assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 404
+    response = client.get("/metrics", headers={"Authorization": "Bearer "})
+
+    assert response.status_code == 401
+    assert b"set CACHESCOPE_METRICS_TOKEN" in response.content
 
 
 def test_metrics_give_tokens_and_hit_rate_by_source_release_and_model(
