@@ -23,9 +23,8 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.cache import cache
 from django.db.models import Sum
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.utils import timezone
-from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -164,13 +163,15 @@ def _unauthorized(message: str) -> HttpResponse:
 
 
 @login_not_required  # a scraper has a token, not a session; the token is checked below
-@require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """The exposition text, for a scraper with the token."""
+    """The exposition text, for a scraper with the token (checked before the method, so a caller
+    without one learns nothing)."""
     if not settings.CACHESCOPE_METRICS_TOKEN:
         return _unauthorized("/metrics is off: set CACHESCOPE_METRICS_TOKEN to serve it\n")
     if not _authorized(request):
         return _unauthorized("send 'Authorization: Bearer <CACHESCOPE_METRICS_TOKEN>'\n")
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET", "HEAD"])
     body = cache.get(CACHE_KEY)
     if body is None:
         body = metrics_text(now=timezone.now())
