@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from dashboard.alerts.conditions import Condition, slice_conditions
 from dashboard.alerts.figures import Windows, fleet_figures
 from dashboard.costs.pricing import prices_load
-from dashboard.models import Alert, AlertNotification, AlertRule, Source
+from dashboard.models import Alert, AlertNotification, AlertRule
 from dashboard.models.alerts import email_addresses
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ def _open(
             alert = Alert.objects.create(
                 rule=rule,
                 slice_key=values.key,
-                source=Source.objects.filter(pk=source_id).first() if source_id else None,
+                source_id=source_id,
                 source_name=values.source or "",
                 client_version=values.client_version or "",
                 model=values.model or "",

@@ -3,8 +3,12 @@ server runs, started once per process; and the task Celery beat sends."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,6 +44,30 @@ def test_the_runner_checks_the_rules_while_it_runs(
         runner._started.join(timeout=10)  # type: ignore[union-attr]
 
     assert Alert.objects.get().client_version == "claude-code 2.2.0"
+
+
+def _threads_after_loading_wsgi(tmp_path: Path, **env: str) -> str:
+    environment = {
+        key: value for key, value in os.environ.items() if key not in ("CELERY_BROKER_URL", "DATABASE_URL")
+    }
+    environment.update(CACHESCOPE_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="dashboard.settings", **env)
+    code = "import threading, dashboard.wsgi; print(sorted(t.name for t in threading.enumerate()))"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_web_server_starts_the_runner_without_a_broker(tmp_path: Path) -> None:
+    assert "alerts-runner" in _threads_after_loading_wsgi(tmp_path)
+
+
+def test_with_a_broker_beat_checks_and_the_web_server_runs_no_runner(tmp_path: Path) -> None:
+    assert "alerts-runner" not in _threads_after_loading_wsgi(
+        tmp_path, CELERY_BROKER_URL="redis://127.0.0.1:6379/7"
+    )
 
 
 def test_the_runner_is_off_at_zero_seconds(settings: Any, fresh_runner: None) -> None:
