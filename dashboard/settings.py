@@ -14,7 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.access.client_address import trusted_proxy_networks
-from dashboard.env import env_bool, env_int, env_list, env_str, env_url
+from dashboard.env import env_bool, env_float, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("CACHESCOPE_DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -177,6 +177,40 @@ CACHESCOPE_JOB_LEASE_SECONDS = env_int("CACHESCOPE_JOB_LEASE_SECONDS", 30, minim
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
 }
+
+# Alerts (dashboard/alerts/): every rule is evaluated this often, by Celery beat with a broker
+# (`celery -A dashboard beat`) and by the web server's own runner without one; 0 stops the runner.
+CACHESCOPE_ALERTS_EVERY_SECONDS = env_int("CACHESCOPE_ALERTS_EVERY_SECONDS", 300)
+CELERY_BEAT_SCHEDULE = {
+    "alerts-check": {
+        "task": "dashboard.tasks.alerts_check",
+        "schedule": float(CACHESCOPE_ALERTS_EVERY_SECONDS or 300),
+        # A check that waited a whole interval in the queue is overtaken by the next one.
+        "options": {"expires": float(CACHESCOPE_ALERTS_EVERY_SECONDS or 300)},
+    }
+}
+# Where alerts go unless a rule names its own: a webhook (a JSON POST with Slack's `text`) and
+# comma-separated e-mail addresses, sent through the EMAIL_* settings below.
+CACHESCOPE_ALERT_WEBHOOK = env_url("CACHESCOPE_ALERT_WEBHOOK", {"http", "https"})
+CACHESCOPE_ALERT_EMAIL = env_str("CACHESCOPE_ALERT_EMAIL", "")
+CACHESCOPE_ALERT_WEBHOOK_TRIES = env_int("CACHESCOPE_ALERT_WEBHOOK_TRIES", 3, minimum=1)
+CACHESCOPE_ALERT_WEBHOOK_BACKOFF_SECONDS = env_float("CACHESCOPE_ALERT_WEBHOOK_BACKOFF_SECONDS", 2.0)
+CACHESCOPE_ALERT_WEBHOOK_TIMEOUT_SECONDS = env_int("CACHESCOPE_ALERT_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# A notification still unsent after this many hours of passes is given up (and logged).
+CACHESCOPE_ALERT_DELIVERY_HOURS = env_int("CACHESCOPE_ALERT_DELIVERY_HOURS", 24, minimum=1)
+# The dashboard's address as people reach it, for the links in notifications.
+CACHESCOPE_BASE_URL = env_url("CACHESCOPE_BASE_URL", {"http", "https"}) or "http://localhost:8000"
+# GET /metrics (Prometheus) answers a scraper sending `Authorization: Bearer <this>`; unset, it is off.
+CACHESCOPE_METRICS_TOKEN = env_str("CACHESCOPE_METRICS_TOKEN", "")
+CACHESCOPE_METRICS_CACHE_SECONDS = env_int("CACHESCOPE_METRICS_CACHE_SECONDS", 30)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "cachescope@localhost")
 
 # Ingestion limits, applied before anything is decompressed or parsed.
 CACHESCOPE_MAX_UPLOAD_BYTES = env_int("CACHESCOPE_MAX_UPLOAD_BYTES", 256 * 1024 * 1024, minimum=1)

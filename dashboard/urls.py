@@ -38,6 +38,13 @@ dashboard_patterns = [
     path("requests/export.<str:fmt>", view("requests.export.request_export"), name="requests_export"),
     path("requests/<int:request_id>/", view("requests.views.request_detail"), name="request"),
     path("warnings/", view("analysis.inbox.warning_list"), name="warnings"),
+    path("alerts/", view("alerts.views.alert_list"), name="alerts"),
+    path(
+        "alerts/<int:alert_id>/acknowledge/",
+        view("alerts.views.alert_acknowledge_view"),
+        name="alert_acknowledge",
+    ),
+    path("alerts/<int:alert_id>/mute/", view("alerts.views.alert_mute_view"), name="alert_mute"),
     path("glossary/", view("web.glossary_page.glossary"), name="glossary"),
     path("projections/", view("refold.views.projection_list"), name="projections"),
     path("projections/runs/<int:run_id>/", view("refold.views.fold_run"), name="fold_run"),
@@ -60,6 +67,13 @@ dashboard_patterns = [
     path(
         "manage/prices/<int:price_id>/delete/", view("access.admin_pages.price_delete"), name="price_delete"
     ),
+    path("manage/alert-rules/", view("alerts.views.rule_list"), name="alert_rules"),
+    path("manage/alert-rules/<int:rule_id>/", view("alerts.views.rule_edit"), name="alert_rule_edit"),
+    path(
+        "manage/alert-rules/<int:rule_id>/delete/",
+        view("alerts.views.rule_delete"),
+        name="alert_rule_delete",
+    ),
     path("manage/provider-rules/", view("access.admin_pages.provider_rules_page"), name="provider_rules"),
 ]
 
@@ -72,6 +86,8 @@ urlpatterns = [
     path("v1/logs", view("ingest.otlp.views.logs"), name="otlp_logs"),
     path("v1/traces", view("ingest.otlp.views.traces"), name="otlp_traces"),
     path("v1/metrics", view("ingest.otlp.views.metrics"), name="otlp_metrics"),
+    # Prometheus scrapes with a bearer token of its own (CACHESCOPE_METRICS_TOKEN), not a login.
+    path("metrics", view("alerts.metrics.metrics"), name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

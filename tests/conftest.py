@@ -10,7 +10,8 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 @pytest.fixture(autouse=True)
 def _seeded_prices(request: pytest.FixtureRequest) -> None:
-    """Every database test starts with the price table migration 0005 seeds, as a deployment does.
+    """Every database test starts with the price table migration 0005 seeds and the default alert rule,
+    as a deployment does.
 
     A transactional test (a live server's) ends by flushing every table, seeded rows included, so
     without this a test that prices a request would pass or fail by which tests ran before it.
@@ -24,10 +25,13 @@ def _seeded_prices(request: pytest.FixtureRequest) -> None:
     request.getfixturevalue("transactional_db" if transactional else "db")
     from django.apps import apps
 
-    from dashboard.models import ModelPrice
+    from dashboard.models import AlertRule, ModelPrice
+    from dashboard.models.alerts import DEFAULT_RULE, DEFAULT_RULE_NAME
 
     if not ModelPrice.objects.exists():
         import_module("dashboard.migrations.0005_api_tokens_prices").seed_prices(apps, None)
+    if not AlertRule.objects.exists():  # the rule the alerts migration adds, flushed likewise
+        AlertRule.objects.create(name=DEFAULT_RULE_NAME, **DEFAULT_RULE)
 
 
 @pytest.fixture

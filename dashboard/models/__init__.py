@@ -1,5 +1,6 @@
 """The normalized records of DESIGN §3 and what is derived from them."""
 
+from dashboard.models.alerts import Alert, AlertNotification, AlertRule
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.costs import ModelPrice, SessionCostLedger
 from dashboard.models.followups import PendingFollowup
@@ -19,6 +20,9 @@ from dashboard.models.tokens import ApiToken
 from dashboard.models.warnings import Warning, WarningGroup
 
 __all__ = [
+    "Alert",
+    "AlertNotification",
+    "AlertRule",
     "ApiToken",
     "Block",
     "Event",

@@ -7,12 +7,14 @@ survive a module being moved.
 # The configured app first, so every ``shared_task`` below binds to it wherever this package is
 # imported from (a worker, a view that enqueues, the ingest follow-ups).
 import dashboard.celery  # noqa: F401
+from dashboard.alerts.tasks import alerts_check_task
 from dashboard.analysis.tasks import analyse_session_task, analyse_sessions_task
 from dashboard.ingest.tasks import ingest_job_task
 from dashboard.refold.tasks import fold_session_task, fold_sessions_task, refold_chunk_task, refold_run_task
 from dashboard.worker.queueing import ingest_job_enqueue, jobs_take_over, refold_run_enqueue
 
 __all__ = [
+    "alerts_check_task",
     "analyse_session_task",
     "analyse_sessions_task",
     "fold_session_task",

@@ -2,12 +2,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
 from django.test import Client
 
+from dashboard.ingest.files import ingest_paths
+from tests.dashboard.alert_fleet import Plan, write_plan
 from tests.dashboard.logs import write_dsh_log
 
 
@@ -46,3 +49,19 @@ def operator_client(make_user: Callable[..., User]) -> Client:
 def dsh_log(tmp_path: Path) -> Path:
     """A small, valid dsh session log with usage on two assistant turns."""
     return write_dsh_log(tmp_path / "s1" / "session.jsonl", session_id="s1", turns=2)
+
+
+@pytest.fixture
+def ingest_plans(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Callable[..., None]:
+    """Write and ingest the plans' Claude Code transcripts (tests/dashboard/alert_fleet.py); with
+    ``analyse``, run the folds and analyses that follow each ingest too."""
+
+    def ingest(*plans: Plan, analyse: bool = True) -> None:
+        for number, plan in enumerate(plans):
+            root = tmp_path / f"{plan.source}-{plan.version}-{plan.first:%m%d}-{number}"
+            write_plan(root, plan)
+            with django_capture_on_commit_callbacks(execute=analyse):
+                summary = ingest_paths(paths=[root], source_name=plan.source)
+            assert not summary.errors
+
+    return ingest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 PUBLIC = {"login", "logout", "favicon"}
 """The sign-in pages, which must be reachable without a session, and the icon a browser shows on them."""
-API = {"api_ingest", "api_batches", "api_batch", "otlp_logs", "otlp_traces", "otlp_metrics"}
+API = {"api_ingest", "api_batches", "api_batch", "otlp_logs", "otlp_traces", "otlp_metrics", "metrics"}
 """Routes that authenticate by bearer token and answer 401 instead of redirecting."""
 ADMIN_PREFIX = "manage/"
 
@@ -82,6 +82,14 @@ def _price() -> int:
     ).pk
 
 
+def _alert() -> int:
+    rule = models.AlertRule.objects.create(name="watched")
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    return models.Alert.objects.create(
+        rule=rule, slice_key="source=farm", opened_at=moment, checked_at=moment, baseline=0.9, current=0.3
+    ).pk
+
+
 ROW_FACTORIES: dict[str, Callable[[], int | str]] = {
     "session_id": lambda: _session().pk,
     "request_id": _request,
@@ -89,6 +97,8 @@ ROW_FACTORIES: dict[str, Callable[[], int | str]] = {
     "run_id": _fold_run,
     "token_id": lambda: token_create(source=_session().source, name="h", created_by=None)[0].pk,
     "price_id": _price,
+    "alert_id": _alert,
+    "rule_id": lambda: models.AlertRule.objects.create(name="house rule").pk,
     "fmt": lambda: "csv",
 }
 
