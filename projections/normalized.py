@@ -114,6 +114,9 @@ class RequestRecord:
     client_version: str = ""
     """The client release that sent the call, ``"<client> <version>"`` (see
     :mod:`projections.client_version`); empty when the source does not say."""
+    endpoint: str = ""
+    """The host the call was sent to (``api.anthropic.com``, a gateway, a local server) when the
+    source logged its URL: endpoints differ in what their cache keys on."""
 
 
 @dataclass(frozen=True, slots=True)

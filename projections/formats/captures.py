@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
+from projections.formats.exchanges import (
+    BadRecord,
+    Exchange,
+    endpoint_of,
+    platform_of,
+    read_exchange_sessions,
+)
 from projections.formats.payloads import anthropic_betas, json_body, request_client_version, response_facts
 from projections.formats.times import optional_time
 from projections.normalized import JSON, SessionImport
@@ -95,6 +101,7 @@ def parse_capture_record(value: dict[str, JSON]) -> Exchange | None:
         betas=anthropic_betas(request_headers) if provider == "anthropic" else (),
         diagnosis=facts.diagnosis,
         client_version=request_client_version(request_headers),
+        endpoint=endpoint_of(url),
     )
 
 

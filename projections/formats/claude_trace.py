@@ -12,7 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from projections.formats.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
+from projections.formats.exchanges import (
+    BadRecord,
+    Exchange,
+    endpoint_of,
+    platform_of,
+    read_exchange_sessions,
+)
 from projections.formats.payloads import anthropic_betas, json_body, request_client_version, response_facts
 from projections.formats.times import optional_time
 from projections.normalized import JSON, SessionImport
@@ -56,6 +62,7 @@ def parse_trace_record(value: dict[str, JSON]) -> Exchange | None:
         betas=anthropic_betas(request.get("headers")),
         diagnosis=facts.diagnosis,
         client_version=request_client_version(request.get("headers")),
+        endpoint=endpoint_of(url),
     )
 
 
