@@ -19,8 +19,9 @@ from projections.provider_diagnosis import ProviderDiagnosis
 JSON = Any
 """A value decoded from JSON (dict, list, str, int, float, bool or None)."""
 
-Lineage = Literal["main", "subagent", "side"]
-"""Where a session or request sits: the main chain, a subagent's chain, or a side call."""
+Lineage = Literal["main", "subagent", "side", "compaction"]
+"""Where a session or request sits: the main chain, a subagent's chain, a side call, or a
+compaction's summarising call."""
 
 UsageConvention = Literal["anthropic", "openai", "gemini", "deepseek", "openrouter", "dsh"]
 """How the source counted cache tokens: ``anthropic`` and ``dsh`` report them beside the input

@@ -13,16 +13,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from projections.cache.causes import Cause, classify_change
+from projections.cache.attribution import AttributionIndex, AttributionMiss, blind_write_of
+from projections.cache.causes import FirstChange, classify_change
 from projections.cache.client_records import CreditRecord, WireReceipt, verify_wire_receipt
-from projections.cache.cross_session import PrefixIndex, WriterRef
+from projections.cache.compaction import CompactionNote, body_compaction_note
+from projections.cache.cross_session import PrefixIndex, WriterRef, enter_writes
 from projections.cache.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.figures import Figures
+from projections.cache.known_causes import Known, Said, with_known_causes
 from projections.cache.lineage import LineageAssigner
 from projections.cache.prediction import CachePredictor
 from projections.cache.providers import (
-    TTL_SECONDS,
-    CacheEntry,
     CallInput,
     Prediction,
     cache_facts,
@@ -54,17 +55,6 @@ class MarkerView:
 
 
 @dataclass(frozen=True, slots=True)
-class FirstChange:
-    """Where this request first differs from the previous one of its lineage, and why."""
-
-    position: int
-    tier: Tier
-    identity: str
-    byte_offset: int | None
-    cause: Cause
-
-
-@dataclass(frozen=True, slots=True)
 class RequestAnalysis:
     """Everything Cachescope derives for one request."""
 
@@ -88,6 +78,10 @@ class RequestAnalysis:
     ``session`` is not empty)."""
     minimum_tokens: int | None = None
     """The model's minimum cacheable prefix the prediction was made with; ``None`` without a body."""
+    compaction: CompactionNote | None = None
+    """What the request did in a compaction, when it is a summarising call or the restart."""
+    attribution: AttributionMiss | None = None
+    """What Claude Code's attribution block did to the read, where an earlier write shows it."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -224,13 +218,18 @@ class LineageStream:
         writers = {r.key: WriterRef("", r.key, r.ordinal) for r in self._requests}
         recent: OrderedDict[str, CallInput] = OrderedDict()
         entered: datetime | None = None
+        blind = AttributionIndex()
+        for write in foreign.blind_writes() if foreign else ():
+            found = blind_write_of(write)
+            if found is not None:
+                blind.add(found)
         for request in self._requests:
             rendered = self._render(request)
             if rendered is None:
                 yield _usage_only(request, credits.get(request.key))
                 continue
             if foreign and request.started_at is not None:
-                _enter_foreign(predictor, foreign, entered, request.started_at, writers)
+                enter_writes(predictor.state, foreign, entered, request.started_at, writers)
                 entered = request.started_at
             facts = cache_facts(request.platform, rendered.model)
             chain, parent = self._assigner.add(request, rendered)
@@ -248,7 +247,16 @@ class LineageStream:
                     lookback=facts.lookback or 20,
                     expired_hashes=predictor.expired_hashes(request.started_at),
                 )
-            reported_read = request.usage.cache_read if request.usage is not None else None
+            usage = request.usage
+            reported_read = usage.cache_read if usage is not None else None
+            attribution = blind.judge(
+                rendered,
+                at=request.started_at,
+                read=reported_read,
+                written=usage.cache_write if usage is not None else None,
+                lookback=facts.lookback or 20,
+                endpoint=request.endpoint,
+            )
             call = CallInput(
                 request.key,
                 rendered,
@@ -266,8 +274,19 @@ class LineageStream:
             recent[request.key] = call
             if len(recent) > self._kept:
                 recent.popitem(last=False)
+            known = Known(
+                attribution, body_compaction_note(request, rendered, prev, by_key.get(parent or ""))
+            )
             analysis = _analysis(
-                request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
+                request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage, known
+            )
+            blind.add_rendered(
+                rendered,
+                key=request.key,
+                ordinal=request.ordinal,
+                written_at=request.started_at,
+                minimum=facts.minimum_tokens,
+                endpoint=request.endpoint,
             )
             read_from = writers.get(prediction.read_from or "")
             yield replace(analysis, previous=parent, read_from=read_from, minimum_tokens=facts.minimum_tokens)
@@ -306,35 +325,6 @@ class LineageStream:
         )
 
 
-def _enter_foreign(
-    predictor: CachePredictor,
-    foreign: PrefixIndex,
-    after: datetime | None,
-    until: datetime,
-    writers: dict[str, WriterRef],
-) -> None:
-    """Put the prefixes other sessions wrote in ``(after, until]`` into the predictor's cache state.
-
-    An entry this session already holds alive keeps its writer; the other session's write only
-    extends its life.
-    """
-    for write in foreign.hashed_between(after, until):
-        if write.prefix_hash is None or write.position is None:
-            continue
-        moment = write.written_at.timestamp()
-        expires = moment + TTL_SECONDS[write.ttl]
-        entry = predictor.state.entries.get(write.prefix_hash)
-        if entry is not None and (entry.expires_at is None or entry.expires_at > moment):
-            entry.expires_at = max(entry.expires_at or expires, expires)
-            continue
-        # Named as the predictor's details print a writer; never a request key of this session.
-        name = f"request {write.writer.key} of session {write.writer.session}"
-        writers[name] = write.writer
-        predictor.state.entries[write.prefix_hash] = CacheEntry(
-            write.prefix_hash, write.position, write.tokens, write.ttl, expires, moment, name
-        )
-
-
 def _analysis(
     request: RequestRecord,
     rendered: RenderedRequest,
@@ -344,6 +334,7 @@ def _analysis(
     credit: CreditRecord | None,
     receipts: Mapping[str, WireReceipt],
     lineage: str,
+    known: Known,
 ) -> RequestAnalysis:
     markers: tuple[MarkerView, ...] = ()
     change: FirstChange | None = None
@@ -371,6 +362,11 @@ def _analysis(
             )
     usage = request.usage
     wire_allows = diff.wire_allows if diff is not None else None
+    bound = max(prediction.read, wire_allows or 0)
+    said = with_known_causes(
+        Said(prediction.label, prediction.detail, prediction.material, change, bound), rendered, known
+    )
+    change = said.change
     figures = Figures(
         credited=credit.credited_tokens if credit is not None else None,
         wire_allows=wire_allows,
@@ -398,7 +394,7 @@ def _analysis(
             rendered.total_tokens,
             identical_in_ttl=prediction.read > 0,
         ),
-        model_error(request.key, lineage, figures.reported_read, max(prediction.read, wire_allows or 0)),
+        model_error(request.key, lineage, figures.reported_read, said.bound),
     ]
     return RequestAnalysis(
         key=request.key,
@@ -408,11 +404,13 @@ def _analysis(
         markers=markers,
         first_change=change,
         figures=figures,
-        label=prediction.label,
-        label_detail=prediction.detail,
-        material=prediction.material,
+        label=said.label,
+        label_detail=said.detail,
+        material=said.material,
         warnings=tuple(w for w in warnings if w is not None),
         cacheability=diff.cacheability if diff is not None else cacheability(rendered, 0),
+        compaction=known.compaction,
+        attribution=known.attribution,
         rendered=rendered,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from projections.cache.attribution_block import attribution_block, blind_hashes
 from projections.cache.rendered_request import RenderedRequest, Tier
 
 
@@ -18,6 +19,10 @@ class RecordMarker:
     prefix_hash: str
     prefix_tokens: int
     ttl: str
+    blind_hash: str | None = None
+    """The prefix's hash without Claude Code's attribution block, for a marker past one."""
+    attribution: str = ""
+    """The attribution block the request sent, with ``blind_hash``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +38,11 @@ class RenderRecord:
 
 
 def render_record(rendered: RenderedRequest) -> RenderRecord:
-    """The render record of a rendered request: ordinal, position, identity, prefix hash and tokens."""
+    """The render record of a rendered request: ordinal, position, identity, prefix hash and tokens,
+    and past an attribution block the hash without it (what another session's request would read
+    but for its own block, see :mod:`projections.cache.attribution`)."""
+    block = attribution_block(rendered)
+    blind = blind_hashes(rendered, block) if block is not None else [None] * len(rendered)
     markers = tuple(
         RecordMarker(
             ordinal=ordinal,
@@ -43,6 +52,8 @@ def render_record(rendered: RenderedRequest) -> RenderRecord:
             prefix_hash=rendered.prefix_hashes[marker.position],
             prefix_tokens=rendered.prefix_tokens(marker.position),
             ttl=marker.ttl,
+            blind_hash=blind[marker.position],
+            attribution=block.text if block is not None and blind[marker.position] else "",
         )
         for ordinal, marker in enumerate(rendered.markers)
     )

@@ -27,7 +27,7 @@ from projections.cache.cross_session import PrefixIndex, read_from_json
 from projections.cache.provider_check import note_provider_diagnoses
 from projections.cache.providers import UnknownModelError, cache_facts
 from projections.cache.rebuild import StoredRequestError
-from projections.cache.render_record import render_record
+from projections.cache.render_record import RecordMarker, render_record
 from projections.cache.rendered_request import RenderedRequest
 from projections.cache.rendering import render_request
 from projections.cache.results import (
@@ -339,24 +339,15 @@ def _body_result(
             tier: {"shared": share.shared, "rest": share.rest}
             for tier, share in analysis.cacheability.items()
         }
-        data["record"] = [
-            {
-                "ordinal": m.ordinal,
-                "position": m.position,
-                "tier": m.tier,
-                "identity": m.identity,
-                "prefix_tokens": m.prefix_tokens,
-                "prefix_hash": m.prefix_hash,
-                "ttl": m.ttl,
-            }
-            for m in render_record(rendered).markers
-        ]
+        data["record"] = [_record_row(m, record.endpoint) for m in render_record(rendered).markers]
         data["prompt_tokens"] = rendered.total_tokens
     else:
         data["cacheability"] = None
         data["record"] = []
         data["prompt_tokens"] = record.usage.prompt_total if record.usage else None
     data["minimum_tokens"] = analysis.minimum_tokens
+    data["compaction"] = None if analysis.compaction is None else analysis.compaction.to_json()
+    data["attribution"] = None if analysis.attribution is None else analysis.attribution.to_json()
     figures = data["figures"]
     return RequestResult(
         key=record.key,
@@ -369,3 +360,22 @@ def _body_result(
         credited=figures["credited"],
         has_body=has_body,
     )
+
+
+def _record_row(marker: RecordMarker, endpoint: str) -> dict[str, JSON]:
+    """One marker of the stored render record; the hash without the attribution block (and the
+    endpoint its cache lives at) only past one."""
+    row: dict[str, JSON] = {
+        "ordinal": marker.ordinal,
+        "position": marker.position,
+        "tier": marker.tier,
+        "identity": marker.identity,
+        "prefix_tokens": marker.prefix_tokens,
+        "prefix_hash": marker.prefix_hash,
+        "ttl": marker.ttl,
+    }
+    if marker.blind_hash is not None:
+        row["blind_hash"] = marker.blind_hash
+        row["attribution"] = marker.attribution
+        row["endpoint"] = endpoint
+    return row
