@@ -12,6 +12,7 @@ from dashboard.charts import warnings_by_kind_chart
 from dashboard.fleet_charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
 from dashboard.listing import sort_expression
 from dashboard.models import Request, RequestAnalysis, Session, Warning
+from dashboard.services.cause_costs import attribution_by_endpoint
 from dashboard.services.fleet_usage import (
     ActiveSessions,
     FleetUsage,
@@ -164,4 +165,7 @@ def fleet_cache_context(
         "client_versions": client_version_rows(usage, active) if usage is not None and active else [],
         "fleet_points": [point for point in points if point.requests],
         "rewriters": top_rewriters(window),
+        "attribution_endpoints": attribution_by_endpoint(
+            in_window(RequestAnalysis.objects.all(), window, "request__started_at")
+        ),
     }
