@@ -249,12 +249,15 @@ class LineageStream:
                 )
             usage = request.usage
             reported_read = usage.cache_read if usage is not None else None
-            attribution = blind.judge(
+            attribution = blind.observe(
                 rendered,
+                key=request.key,
+                ordinal=request.ordinal,
                 at=request.started_at,
                 read=reported_read,
                 written=usage.cache_write if usage is not None else None,
                 lookback=facts.lookback or 20,
+                minimum=facts.minimum_tokens,
                 endpoint=request.endpoint,
             )
             call = CallInput(
@@ -279,14 +282,6 @@ class LineageStream:
             )
             analysis = _analysis(
                 request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage, known
-            )
-            blind.add_rendered(
-                rendered,
-                key=request.key,
-                ordinal=request.ordinal,
-                written_at=request.started_at,
-                minimum=facts.minimum_tokens,
-                endpoint=request.endpoint,
             )
             read_from = writers.get(prediction.read_from or "")
             yield replace(analysis, previous=parent, read_from=read_from, minimum_tokens=facts.minimum_tokens)

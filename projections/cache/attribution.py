@@ -22,14 +22,23 @@ equals this request's but whose prefix hash differs is a prefix only the block k
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from projections.cache.attribution_block import attribution_block, blind_hashes, fields_changed
+from projections.cache.attribution_block import (
+    AttributionBlock,
+    attribution_block,
+    blind_hashes,
+    fields_changed,
+)
 from projections.cache.cross_session import WrittenPrefix
 from projections.cache.providers import TTL_SECONDS
 from projections.cache.rendered_request import RenderedRequest
 from projections.normalized import JSON
+
+KEPT_PER_BLIND_HASH = 4
+"""Prefixes kept per hash without the block: the latest writes, the ones still alive."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,69 +146,74 @@ class AttributionIndex:
     by_blind: dict[str, list[BlindWrite]] = field(default_factory=dict)
 
     def add(self, write: BlindWrite) -> None:
-        """Keep ``write`` for the requests after it."""
-        self.by_blind.setdefault(write.blind_hash, []).append(write)
+        """Keep ``write`` for the requests after it: the latest write of each prefix, and only the
+        latest few prefixes of one blind hash (a block that changes every request writes a new one
+        each time; the older ones are expiring, and scanning them all would cost a long session
+        a scan per request)."""
+        writes = [w for w in self.by_blind.get(write.blind_hash, ()) if w.prefix_hash != write.prefix_hash]
+        self.by_blind[write.blind_hash] = [*writes[-(KEPT_PER_BLIND_HASH - 1) :], write]
 
-    def add_rendered(
+    def observe(
         self,
         rendered: RenderedRequest,
         *,
         key: str,
         ordinal: int,
-        written_at: datetime | None,
-        minimum: int,
-        endpoint: str = "",
-    ) -> None:
-        """What a request of this session wrote at its markers past its attribution block."""
-        block = attribution_block(rendered)
-        if block is None:
-            return
-        blind = blind_hashes(rendered, block)
-        for marker in rendered.markers:
-            blind_hash = blind[marker.position]
-            tokens = rendered.prefix_tokens(marker.position)
-            if blind_hash is None or tokens < minimum:
-                continue
-            self.add(
-                BlindWrite(
-                    blind_hash,
-                    rendered.prefix_hashes[marker.position],
-                    tokens,
-                    written_at,
-                    marker.ttl,
-                    block.text,
-                    "",
-                    key,
-                    ordinal,
-                    endpoint,
-                )
-            )
-
-    def judge(
-        self,
-        rendered: RenderedRequest,
-        *,
         at: datetime | None,
         read: int | None,
         written: int | None,
         lookback: int,
+        minimum: int,
         endpoint: str = "",
     ) -> AttributionMiss | None:
-        """What the attribution block did to this request's read, when an earlier write shows it:
-        the longest live prefix that equals this request's but for the block. ``None`` without a
-        block, a reported read, or such a write."""
+        """What the attribution block did to this request's read (:meth:`judge`), then keep what the
+        request wrote at its markers past the block for the requests after it: one pass over its
+        units for both."""
         block = attribution_block(rendered)
-        if block is None or read is None or not self.by_blind:
+        if block is None:
             return None
-        blind = blind_hashes(rendered, block)
-        best: BlindWrite | None = None
-        groups = rendered.lookback_groups
+        probes = [
+            _lookback(rendered, marker.position, block.position, lookback) for marker in rendered.markers
+        ]
+        blind = blind_hashes(rendered, block, (p for probe in probes for p in probe))
+        miss = self._judge(
+            rendered, block, blind, probes, at=at, read=read, written=written, endpoint=endpoint
+        )
         for marker in rendered.markers:
-            p = marker.position
-            while p > block.position and groups[marker.position] - groups[p] < lookback:
+            blind_hash = blind.get(marker.position)
+            tokens = rendered.prefix_tokens(marker.position)
+            if blind_hash is None or tokens < minimum:
+                continue
+            prefix_hash = rendered.prefix_hashes[marker.position]
+            self.add(
+                BlindWrite(
+                    blind_hash, prefix_hash, tokens, at, marker.ttl, block.text, "", key, ordinal, endpoint
+                )
+            )
+        return miss
+
+    def _judge(
+        self,
+        rendered: RenderedRequest,
+        block: AttributionBlock,
+        blind: Mapping[int, str],
+        probes: Sequence[Sequence[int]],
+        *,
+        at: datetime | None,
+        read: int | None,
+        written: int | None,
+        endpoint: str,
+    ) -> AttributionMiss | None:
+        """The longest live prefix that equals this request's but for the block, and what its read
+        says of it. ``None`` without a reported read or such a write."""
+        if read is None or not self.by_blind:
+            return None
+        best: BlindWrite | None = None
+        for probe in probes:
+            for p in probe:
                 alive = [
                     w
-                    for w in self.by_blind.get(blind[p] or "", ())
+                    for w in self.by_blind.get(blind[p], ())
                     if w.alive_at(at) and (w.endpoint == endpoint or not (w.endpoint and endpoint))
                 ]
                 # A live entry with this very prefix (the same block) is read as usual: the block
@@ -208,7 +222,6 @@ class AttributionIndex:
                     for write in alive:
                         if best is None or write.tokens > best.tokens:
                             best = write
-                p -= 1
         if best is None:
             return None
         past_block = rendered.prefix_tokens(block.position)
@@ -225,6 +238,17 @@ class AttributionIndex:
             rewritten=min(reprocessed, written or 0),
             endpoint=endpoint,
         )
+
+
+def _lookback(rendered: RenderedRequest, marker: int, block: int, lookback: int) -> list[int]:
+    """The positions a breakpoint at ``marker`` looks back over, past the attribution block."""
+    groups = rendered.lookback_groups
+    out: list[int] = []
+    p = marker
+    while p > block and groups[marker] - groups[p] < lookback:
+        out.append(p)
+        p -= 1
+    return out
 
 
 def blind_write_of(write: WrittenPrefix) -> BlindWrite | None:

@@ -8,7 +8,7 @@ cch=…;`` (later ``cc_prev_req=…`` too), its own unit as Claude Code sends it
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from projections.cache.rendered_request import RenderedRequest
@@ -75,15 +75,26 @@ def fields_changed(old: str, new: str) -> str:
     return "; ".join(changed) or "the same fields, written differently"
 
 
-def blind_hashes(rendered: RenderedRequest, block: AttributionBlock) -> list[str | None]:
-    """Per unit, the hash of the prefix through it with the attribution block left out; ``None`` up
-    to the block itself (before it the prefix hash says the same)."""
+def blind_hashes(
+    rendered: RenderedRequest, block: AttributionBlock, positions: Iterable[int]
+) -> dict[int, str]:
+    """The hash of the prefix through each of ``positions`` with the attribution block left out,
+    for those past the block (before it the prefix hash says the same). One pass over the units,
+    digesting only at the positions asked for: a long conversation has thousands of units and a
+    request needs a few dozen (its markers and their lookback)."""
+    wanted = sorted({p for p in positions if block.position < p < len(rendered)})
+    out: dict[int, str] = {}
+    if not wanted:
+        return out
     running = hashlib.blake2b(rendered.header_hash.encode(), digest_size=16)
-    out: list[str | None] = []
-    for position, block_hash in enumerate(rendered.block_hashes):
+    hashes = rendered.block_hashes
+    next_index = 0
+    for position in range(wanted[-1] + 1):
         if position != block.position:
-            running.update(block_hash.encode())
-        out.append(running.copy().hexdigest() if position > block.position else None)
+            running.update(hashes[position].encode())
+        if position == wanted[next_index]:
+            out[position] = running.copy().hexdigest()
+            next_index += 1
     return out
 
 

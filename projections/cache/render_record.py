@@ -37,12 +37,14 @@ class RenderRecord:
         return max(self.markers, key=lambda m: m.position, default=None)
 
 
-def render_record(rendered: RenderedRequest) -> RenderRecord:
-    """The render record of a rendered request: ordinal, position, identity, prefix hash and tokens,
-    and past an attribution block the hash without it (what another session's request would read
-    but for its own block, see :mod:`projections.cache.attribution`)."""
-    block = attribution_block(rendered)
-    blind = blind_hashes(rendered, block) if block is not None else [None] * len(rendered)
+def render_record(rendered: RenderedRequest, *, blind: bool = False) -> RenderRecord:
+    """The render record of a rendered request: ordinal, position, identity, prefix hash and tokens;
+    with ``blind``, past an attribution block the hash without it too (what another session's
+    request would read but for its own block, see :mod:`projections.cache.attribution`), which
+    costs a pass over the units that only the stored record needs."""
+    block = attribution_block(rendered) if blind else None
+    positions = [marker.position for marker in rendered.markers]
+    hashes = blind_hashes(rendered, block, positions) if block is not None else {}
     markers = tuple(
         RecordMarker(
             ordinal=ordinal,
@@ -52,8 +54,8 @@ def render_record(rendered: RenderedRequest) -> RenderRecord:
             prefix_hash=rendered.prefix_hashes[marker.position],
             prefix_tokens=rendered.prefix_tokens(marker.position),
             ttl=marker.ttl,
-            blind_hash=blind[marker.position],
-            attribution=block.text if block is not None and blind[marker.position] else "",
+            blind_hash=hashes.get(marker.position),
+            attribution=block.text if block is not None and marker.position in hashes else "",
         )
         for ordinal, marker in enumerate(rendered.markers)
     )

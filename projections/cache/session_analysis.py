@@ -339,7 +339,9 @@ def _body_result(
             tier: {"shared": share.shared, "rest": share.rest}
             for tier, share in analysis.cacheability.items()
         }
-        data["record"] = [_record_row(m, record.endpoint) for m in render_record(rendered).markers]
+        data["record"] = [
+            _record_row(m, record.endpoint) for m in render_record(rendered, blind=True).markers
+        ]
         data["prompt_tokens"] = rendered.total_tokens
     else:
         data["cacheability"] = None
