@@ -139,6 +139,8 @@ class RequestCauseCosts:
 
     compaction_saving: Decimal | None = None
     """What a summarising call would have saved by reading what the main thread had cached."""
+    compaction_reading: Decimal | None = None
+    """What reading those tokens would have cost, at the read price."""
     attribution_cost: Decimal | None = None
     """What re-writing the prefix the attribution block kept from being read cost."""
 
@@ -151,14 +153,15 @@ def request_cause_costs(*, data: Mapping[str, Any], model: str) -> RequestCauseC
     price = price_match(model=model, prices=prices_load())
     if price is None:
         return RequestCauseCosts()
-    saving = None
+    saving = reading = None
     if isinstance(note, Mapping) and _count(note.get("reprocessed")):
         tokens, rewritten = _count(note.get("reprocessed")), _count(note.get("rewritten"))
         saving = _reading_saves(tokens, rewritten, price)
+        reading = tokens * price.cache_read / MILLION
     cost = None
     if isinstance(said, Mapping) and not said.get("ignored"):
         cost = _count(said.get("rewritten")) * price.cache_write_5m / MILLION
-    return RequestCauseCosts(saving, cost)
+    return RequestCauseCosts(saving, reading, cost)
 
 
 def _reading_saves(reprocessed: int, rewritten: int, price: Price) -> Decimal:

@@ -74,7 +74,8 @@ def test_the_summarising_calls_page_prices_what_reading_the_main_thread_would_ha
     after = viewer_client.get(reverse("dashboard:request", args=[restart.pk])).content.decode()
 
     assert call.current_lineage == "compaction"
-    assert f"would have saved {usd(saving)} on this call" in page
+    reading = note["reprocessed"] * price.cache_read / Decimal(1_000_000)
+    assert f"would have cost {usd(reading)}, and saved {usd(saving)} on this call" in page
     assert "compacted" in after
     assert "append corrections" not in after
 
