@@ -10,8 +10,12 @@ of the shape ``x-anthropic-billing-header: cc_version=2.1.88.a3f; cc_entrypoint=
   ``cc_version`` is hashed from the session's first user message, so each session (and each
   subagent) sends another block; a new session read only the ~11k tokens of tools and wrote the
   ~12k of the system prompt again, and read both once ``CLAUDE_CODE_ATTRIBUTION_HEADER`` was off;
-- sgl-project/sglang#21064, MadAppGang/claudish#167, teamchong/pxpipe#180: local servers and
-  gateways strip the block (or the line, wherever it sits) to keep their prefix cache.
+- sgl-project/sglang#21064, ollama/ollama#14918, MadAppGang/claudish#167, teamchong/pxpipe#180:
+  local servers and gateways strip the block (or the line, wherever it sits) to keep their prefix
+  cache; anthropics/claude-code#50085 asks for ``CLAUDE_CODE_ATTRIBUTION_HEADER`` to be documented;
+- Claude Code's gateway protocol page (quoted in musistudio/claude-code-router#1791): from
+  2.1.181 the block is stable for a conversation sent to a custom base URL, so inside a session
+  only older releases change it per request; across sessions and subagents it still differs.
 
 Whether an endpoint keys its cache on the block is not documented; the provider's reads show it.
 A changed block with the read stopping before it names the block as the cause; a read that went
