@@ -19,8 +19,9 @@ from projections.providers.diagnosis import ProviderDiagnosis
 JSON = Any
 """A value decoded from JSON (dict, list, str, int, float, bool or None)."""
 
-Lineage = Literal["main", "subagent", "side"]
-"""Where a session or request sits: the main chain, a subagent's chain, or a side call."""
+Lineage = Literal["main", "subagent", "side", "compaction"]
+"""Where a session or request sits: the main chain, a subagent's chain, a side call, or a
+compaction's summarising call."""
 
 UsageConvention = Literal["anthropic", "openai", "gemini", "deepseek", "openrouter", "dsh"]
 """How the source counted cache tokens: ``anthropic`` and ``dsh`` report them beside the input
@@ -114,6 +115,9 @@ class RequestRecord:
     client_version: str = ""
     """The client release that sent the call, ``"<client> <version>"`` (see
     :mod:`projections.client_version`); empty when the source does not say."""
+    endpoint: str = ""
+    """The host the call was sent to (``api.anthropic.com``, a gateway, a local server) when the
+    source logged its URL: endpoints differ in what their cache keys on."""
 
 
 @dataclass(frozen=True, slots=True)

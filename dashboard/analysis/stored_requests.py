@@ -65,6 +65,7 @@ def stored_record_usage_only(row: Request) -> RequestRecord:
         status=row.status,
         provider_diagnosis=stored_diagnosis(row),
         client_version=row.client_version,
+        endpoint=row.endpoint,
     )
 
 

@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from dashboard.access.roles import OPERATOR, role_required
+from dashboard.analysis.cause_costs import request_cause_costs
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.requests.change_display import change_sides
 from dashboard.sessions.figures import session_figures_cached
@@ -48,6 +49,7 @@ def request_analysis_context(call: Request) -> dict[str, Any]:
         "change_sides": change_sides(previous, call, change) if change is not None else None,
         "remedy": said.remedy,
         "provider_disagrees": any(w.kind == "provider-disagrees" for w in said.warnings),
+        "cause_costs": request_cause_costs(data=data, model=call.model),
     }
 
 
@@ -83,6 +85,8 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
         "requests_chart": figures.requests_chart,
         "cacheability_chart": figures.cacheability_chart,
         "material_misses": figures.material_misses,
+        "compactions": figures.compactions,
+        "attribution_endpoints": figures.attribution,
     }
 
 

@@ -9,7 +9,7 @@ bytes on any day; the overview's range ends at the newest data, so the demo open
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dashboard.demo import pools
@@ -254,6 +254,10 @@ def _write_claude_code(root: Path, rng: random.Random, cache: AnthropicCache) ->
             expected = _subagent_expected(
                 f"agent-{sub.agent_id}", scripted, sub.conversation.calls, version, kind
             )
+            if kind == "compaction-call":
+                # The importer knows the compaction subagent's file by its name: its calls are the
+                # compaction's lineage.
+                expected = replace(expected, requests_by_lineage={"compaction": expected.requests})
             files.append(ManifestFile(_rel(root, sub_path), LAPTOP, "claude-code", (expected,)))
         lines = transcript_lines(scripted.conversation, ctx)
         scenarios = list(scripted.scenarios) + (["inline-sidechain"] if inline else [])

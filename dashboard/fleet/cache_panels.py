@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Count, QuerySet, Sum
 
+from dashboard.analysis.cause_costs import attribution_by_endpoint
 from dashboard.costs.session_costs import inputs_key_of, sessions_cost
 from dashboard.fleet.charts import BucketPoint, fleet_hit_rate_chart, fleet_sources_chart
 from dashboard.fleet.usage import (
@@ -164,4 +165,7 @@ def fleet_cache_context(
         "client_versions": client_version_rows(usage, active) if usage is not None and active else [],
         "fleet_points": [point for point in points if point.requests],
         "rewriters": top_rewriters(window),
+        "attribution_endpoints": attribution_by_endpoint(
+            in_window(RequestAnalysis.objects.all(), window, "request__started_at")
+        ),
     }

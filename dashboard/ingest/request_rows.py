@@ -42,6 +42,7 @@ def request_row(
         first_token_at=record.first_token_at,
         status=record.status,
         client_version=record.client_version[:60],
+        endpoint=record.endpoint[:200],
     )
     if record.provider_diagnosis is not None:
         row.provider_miss_reason = record.provider_diagnosis.reason[:60]

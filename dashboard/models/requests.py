@@ -92,6 +92,11 @@ class Request(models.Model):
     client_version = models.CharField(
         max_length=60, blank=True, help_text='The client release that sent the call: "<client> <version>".'
     )
+    endpoint = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The host the call was sent to, when the source logged its URL (a gateway, a server).",
+    )
 
     objects = RequestQuerySet.as_manager()
 

@@ -15,7 +15,13 @@ from typing import Any
 from django.core.cache import cache
 from django.urls import reverse
 
-from dashboard.costs.pricing import SessionCost
+from dashboard.analysis.cause_costs import (
+    AttributionEndpoint,
+    CompactionCosts,
+    attribution_by_endpoint,
+    session_compactions,
+)
+from dashboard.costs.pricing import SessionCost, prices_load
 from dashboard.costs.session_costs import prices_version, session_cost, session_inputs_key
 from dashboard.models import Request, RequestAnalysis, Session, SessionAnalysis
 from dashboard.web.charts import (
@@ -37,6 +43,9 @@ class SessionFigures:
     """Reported cache read, write and uncached input per request; None when it would show nothing."""
     cacheability_chart: dict[str, Any] | None
     material_misses: int
+    compactions: CompactionCosts
+    attribution: list[AttributionEndpoint]
+    """What Claude Code's attribution block did, per endpoint the session sent to."""
 
 
 def session_figures_cached(*, session: Session, analysis: SessionAnalysis | None) -> SessionFigures:
@@ -77,6 +86,7 @@ def session_figures(*, session: Session, analysis: SessionAnalysis | None) -> Se
     )
     bars: list[RequestBar] = []
     shares: list[CacheabilityBar] = []
+    prices = prices_load()
     # One reverse() for the whole chart: a 2,000-request session would otherwise pay 2,000.
     url_of = reverse("dashboard:request", args=[0]).removesuffix("0/") + "{}/"
     for pk, ordinal, read, write_5m, write_1h, uncached, analysed, label, material, predicted, tiers in rows:
@@ -110,6 +120,8 @@ def session_figures(*, session: Session, analysis: SessionAnalysis | None) -> Se
         requests_chart=session_requests_chart(bars) if _tells(bars) else None,
         cacheability_chart=session_cacheability_chart(shares) if len(shares) > 1 else None,
         material_misses=RequestAnalysis.objects.filter(session=session).material_misses().count(),
+        compactions=session_compactions(session_id=session.pk, prices=prices),
+        attribution=attribution_by_endpoint(RequestAnalysis.objects.filter(session=session), prices),
     )
 
 

@@ -88,6 +88,10 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         **host_notes_context(session, request.GET),
         **session_analysis_context(session),
         **session_breakdown_context(session),
+        # A compaction subagent's calls re-send the parent's context: its breakdown band says so.
+        "compaction_subagent": session.parent_id is not None
+        and session.requests.exists()
+        and not session.requests.exclude(lineage="compaction").exists(),
     }
     return render(request, "dashboard/session_detail.html", context)
 

@@ -175,6 +175,19 @@ TERMS: tuple[Term, ...] = (
         "compaction",
         "An agent replacing part of its conversation with a summary to free context; it changes the "
         "prefix, so the next request writes the cache again.",
+        "It takes two requests: the summarising call (lineage compaction), which re-sends the whole "
+        "history and reads the main thread's cache only if it keeps the main thread's system prompt "
+        "and tools, and the restart (label compacted), which reads the tools and system prompt and "
+        "writes the summary.",
+    ),
+    Term(
+        "attribution block",
+        "Claude Code's first system block, x-anthropic-billing-header: cc_version=…; cc_entrypoint=…; "
+        "cch=…; whose value changes per session and per request.",
+        "Where a cache keys on it, everything after it is written again: a new session or subagent "
+        "reads only the tools, and some third-party endpoints read nothing. "
+        "CLAUDE_CODE_ATTRIBUTION_HEADER=0, or a gateway that strips it, removes it; an endpoint that "
+        "reads on past a changed block ignores it.",
     ),
 )
 

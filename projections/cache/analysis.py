@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from projections.cache.cross_session import PrefixIndex, WriterRef
-from projections.cache.explain.causes import Cause, classify_change
+from projections.cache.attribution import AttributionIndex, AttributionMiss, blind_write_of
+from projections.cache.cross_session import PrefixIndex, WriterRef, enter_writes
+from projections.cache.explain.causes import FirstChange, classify_change
 from projections.cache.explain.content_forms import marker_why
 from projections.cache.explain.figures import Figures
 from projections.cache.explain.warnings import (
@@ -25,14 +26,14 @@ from projections.cache.explain.warnings import (
     render_mismatch,
     unexplained_miss,
 )
+from projections.cache.known_causes import Known, Said, with_known_causes
 from projections.cache.predict.cache_models import (
-    TTL_SECONDS,
-    CacheEntry,
     CallInput,
     Prediction,
     cache_facts,
 )
 from projections.cache.predict.client_records import CreditRecord, WireReceipt, verify_wire_receipt
+from projections.cache.predict.compaction import CompactionNote, body_compaction_note
 from projections.cache.predict.lineage import LineageAssigner
 from projections.cache.predict.prediction import CachePredictor
 from projections.cache.render.diff import RequestDiff, TierShare, cacheability, diff_requests
@@ -52,17 +53,6 @@ class MarkerView:
     prefix_tokens: int
     status: str
     why: str
-
-
-@dataclass(frozen=True, slots=True)
-class FirstChange:
-    """Where this request first differs from the previous one of its lineage, and why."""
-
-    position: int
-    tier: Tier
-    identity: str
-    byte_offset: int | None
-    cause: Cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +79,10 @@ class RequestAnalysis:
     ``session`` is not empty)."""
     minimum_tokens: int | None = None
     """The model's minimum cacheable prefix the prediction was made with; ``None`` without a body."""
+    compaction: CompactionNote | None = None
+    """What the request did in a compaction, when it is a summarising call or the restart."""
+    attribution: AttributionMiss | None = None
+    """What Claude Code's attribution block did to the read, where an earlier write shows it."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -225,13 +219,18 @@ class LineageStream:
         writers = {r.key: WriterRef("", r.key, r.ordinal) for r in self._requests}
         recent: OrderedDict[str, CallInput] = OrderedDict()
         entered: datetime | None = None
+        blind = AttributionIndex()
+        for write in foreign.blind_writes() if foreign else ():
+            found = blind_write_of(write)
+            if found is not None:
+                blind.add(found)
         for request in self._requests:
             rendered = self._render(request)
             if rendered is None:
                 yield _usage_only(request, credits.get(request.key))
                 continue
             if foreign and request.started_at is not None:
-                _enter_foreign(predictor, foreign, entered, request.started_at, writers)
+                enter_writes(predictor.state, foreign, entered, request.started_at, writers)
                 entered = request.started_at
             facts = cache_facts(request.platform, rendered.model)
             chain, parent = self._assigner.add(request, rendered)
@@ -249,7 +248,19 @@ class LineageStream:
                     lookback=facts.lookback or 20,
                     expired_hashes=predictor.expired_hashes(request.started_at),
                 )
-            reported_read = request.usage.cache_read if request.usage is not None else None
+            usage = request.usage
+            reported_read = usage.cache_read if usage is not None else None
+            attribution = blind.observe(
+                rendered,
+                key=request.key,
+                ordinal=request.ordinal,
+                at=request.started_at,
+                read=reported_read,
+                written=usage.cache_write if usage is not None else None,
+                lookback=facts.lookback or 20,
+                minimum=facts.minimum_tokens,
+                endpoint=request.endpoint,
+            )
             call = CallInput(
                 request.key,
                 rendered,
@@ -267,8 +278,11 @@ class LineageStream:
             recent[request.key] = call
             if len(recent) > self._kept:
                 recent.popitem(last=False)
+            known = Known(
+                attribution, body_compaction_note(request, rendered, prev, by_key.get(parent or ""))
+            )
             analysis = _analysis(
-                request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage
+                request, rendered, prev, diff, prediction, credits.get(request.key), receipts, lineage, known
             )
             read_from = writers.get(prediction.read_from or "")
             yield replace(analysis, previous=parent, read_from=read_from, minimum_tokens=facts.minimum_tokens)
@@ -307,35 +321,6 @@ class LineageStream:
         )
 
 
-def _enter_foreign(
-    predictor: CachePredictor,
-    foreign: PrefixIndex,
-    after: datetime | None,
-    until: datetime,
-    writers: dict[str, WriterRef],
-) -> None:
-    """Put the prefixes other sessions wrote in ``(after, until]`` into the predictor's cache state.
-
-    An entry this session already holds alive keeps its writer; the other session's write only
-    extends its life.
-    """
-    for write in foreign.hashed_between(after, until):
-        if write.prefix_hash is None or write.position is None:
-            continue
-        moment = write.written_at.timestamp()
-        expires = moment + TTL_SECONDS[write.ttl]
-        entry = predictor.state.entries.get(write.prefix_hash)
-        if entry is not None and (entry.expires_at is None or entry.expires_at > moment):
-            entry.expires_at = max(entry.expires_at or expires, expires)
-            continue
-        # Named as the predictor's details print a writer; never a request key of this session.
-        name = f"request {write.writer.key} of session {write.writer.session}"
-        writers[name] = write.writer
-        predictor.state.entries[write.prefix_hash] = CacheEntry(
-            write.prefix_hash, write.position, write.tokens, write.ttl, expires, moment, name
-        )
-
-
 def _analysis(
     request: RequestRecord,
     rendered: RenderedRequest,
@@ -345,6 +330,7 @@ def _analysis(
     credit: CreditRecord | None,
     receipts: Mapping[str, WireReceipt],
     lineage: str,
+    known: Known,
 ) -> RequestAnalysis:
     markers: tuple[MarkerView, ...] = ()
     change: FirstChange | None = None
@@ -374,6 +360,11 @@ def _analysis(
         )
     usage = request.usage
     wire_allows = diff.wire_allows if diff is not None else None
+    bound = max(prediction.read, wire_allows or 0)
+    said = with_known_causes(
+        Said(prediction.label, prediction.detail, prediction.material, change, bound), rendered, known
+    )
+    change = said.change
     figures = Figures(
         credited=credit.credited_tokens if credit is not None else None,
         wire_allows=wire_allows,
@@ -405,7 +396,7 @@ def _analysis(
             request.key,
             lineage,
             figures.reported_read,
-            max(prediction.read, wire_allows or 0),
+            said.bound,
             form_switch=change.identity
             if change is not None and change.cause.sublabel == "string-vs-block"
             else None,
@@ -419,11 +410,13 @@ def _analysis(
         markers=markers,
         first_change=change,
         figures=figures,
-        label=prediction.label,
-        label_detail=prediction.detail,
-        material=prediction.material,
+        label=said.label,
+        label_detail=said.detail,
+        material=said.material,
         warnings=tuple(w for w in warnings if w is not None),
         cacheability=diff.cacheability if diff is not None else cacheability(rendered, 0),
+        compaction=known.compaction,
+        attribution=known.attribution,
         rendered=rendered,
     )
 

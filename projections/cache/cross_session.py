@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from projections.cache.predict.cache_models import TTL_SECONDS
+from projections.cache.predict.cache_models import TTL_SECONDS, CacheEntry, CacheState
 from projections.cache.results import RequestResult
 from projections.normalized import JSON, RequestRecord
 
@@ -55,6 +55,13 @@ class WrittenPrefix:
     """``None`` for a transcript's call, which shows a size but no bytes."""
     position: int | None = None
     """The unit the prefix ends on, with ``prefix_hash``."""
+    blind_hash: str | None = None
+    """The prefix's hash without Claude Code's attribution block, when the writer sent one (see
+    :mod:`projections.cache.attribution`)."""
+    attribution: str = ""
+    """The attribution block the writer sent, with ``blind_hash``."""
+    endpoint: str = ""
+    """The host the writer sent to, with ``blind_hash``."""
 
     def alive_at(self, moment: datetime) -> bool:
         """Whether the entry was written by ``moment`` and had not expired yet."""
@@ -103,12 +110,31 @@ class PrefixIndex:
                 return write
         return None
 
+    def latest_held(self, model: str, at: datetime | None, at_most: int) -> WrittenPrefix | None:
+        """The latest write for ``model`` alive at ``at`` of at most ``at_most`` tokens (the largest
+        of a writer's sizes): what a call re-sending that context could have read. A scan, for the
+        few calls that ask (compactions)."""
+        if at is None:
+            return None
+        found = [
+            write
+            for (written_model, tokens), writes in self.by_size.items()
+            if written_model == model and tokens <= at_most
+            for write in writes
+            if write.alive_at(at) and self._other(write)
+        ]
+        return max(found, key=lambda w: (w.written_at, w.tokens), default=None)
+
     def hashed_between(self, after: datetime | None, until: datetime) -> Iterator[WrittenPrefix]:
         """Writes with a prefix hash made in ``(after, until]`` (from the first when ``after`` is
         ``None``), in time order."""
         times = [w.written_at for w in self.hashed]
         start = 0 if after is None else bisect.bisect_right(times, after)
         yield from (w for w in self.hashed[start : bisect.bisect_right(times, until)] if self._other(w))
+
+    def blind_writes(self) -> Iterator[WrittenPrefix]:
+        """Writes whose render record kept a hash without Claude Code's attribution block."""
+        yield from (w for w in self.hashed if w.blind_hash is not None and self._other(w))
 
 
 def read_from_json(writer: WriterRef | None) -> JSON:
@@ -149,7 +175,21 @@ def marker_writes(
         prefix_hash, position, tokens = row.get("prefix_hash"), row.get("position"), row.get("prefix_tokens")
         if isinstance(prefix_hash, str) and isinstance(position, int) and isinstance(tokens, int):
             ttl = row["ttl"] if row.get("ttl") in TTL_SECONDS else "5m"
-            out.append(WrittenPrefix(writer, model, tokens, started_at, ttl, prefix_hash, position))
+            blind, attribution, endpoint = row.get("blind_hash"), row.get("attribution"), row.get("endpoint")
+            out.append(
+                WrittenPrefix(
+                    writer,
+                    model,
+                    tokens,
+                    started_at,
+                    ttl,
+                    prefix_hash,
+                    position,
+                    blind if isinstance(blind, str) else None,
+                    attribution if isinstance(attribution, str) else "",
+                    endpoint if isinstance(endpoint, str) else "",
+                )
+            )
     return out
 
 
@@ -181,3 +221,33 @@ def session_writes(
         writer = WriterRef(session, record.key, record.ordinal)
         out.extend(request_writes(writer, record, rows if isinstance(rows, list) else []))
     return out
+
+
+def enter_writes(
+    state: CacheState,
+    foreign: PrefixIndex,
+    after: datetime | None,
+    until: datetime,
+    writers: dict[str, WriterRef],
+) -> None:
+    """Put the prefixes other sessions wrote in ``(after, until]`` into a predictor's cache state;
+    ``writers`` gets the name each entry's writer is known by there.
+
+    An entry this session already holds alive keeps its writer; the other session's write only
+    extends its life.
+    """
+    for write in foreign.hashed_between(after, until):
+        if write.prefix_hash is None or write.position is None:
+            continue
+        moment = write.written_at.timestamp()
+        expires = moment + TTL_SECONDS[write.ttl]
+        entry = state.entries.get(write.prefix_hash)
+        if entry is not None and (entry.expires_at is None or entry.expires_at > moment):
+            entry.expires_at = max(entry.expires_at or expires, expires)
+            continue
+        # Named as the predictor's details print a writer; never a request key of this session.
+        name = f"request {write.writer.key} of session {write.writer.session}"
+        writers[name] = write.writer
+        state.entries[write.prefix_hash] = CacheEntry(
+            write.prefix_hash, write.position, write.tokens, write.ttl, expires, moment, name
+        )

@@ -28,7 +28,7 @@ from projections.cache.predict.client_records import (
     verify_render_record_event,
 )
 from projections.cache.render.rebuild import StoredRequestError
-from projections.cache.render.render_record import render_record
+from projections.cache.render.render_record import RecordMarker, render_record
 from projections.cache.render.rendered_request import RenderedRequest
 from projections.cache.render.rendering import render_request
 from projections.cache.results import (
@@ -340,17 +340,7 @@ def _body_result(
             for tier, share in analysis.cacheability.items()
         }
         data["record"] = [
-            {
-                "ordinal": m.ordinal,
-                "position": m.position,
-                "tier": m.tier,
-                "identity": m.identity,
-                "prefix_tokens": m.prefix_tokens,
-                "prefix_hash": m.prefix_hash,
-                "ttl": m.ttl,
-                "automatic": m.automatic,
-            }
-            for m in render_record(rendered).markers
+            _record_row(m, record.endpoint) for m in render_record(rendered, blind=True).markers
         ]
         data["prompt_tokens"] = rendered.total_tokens
     else:
@@ -358,6 +348,8 @@ def _body_result(
         data["record"] = []
         data["prompt_tokens"] = record.usage.prompt_total if record.usage else None
     data["minimum_tokens"] = analysis.minimum_tokens
+    data["compaction"] = None if analysis.compaction is None else analysis.compaction.to_json()
+    data["attribution"] = None if analysis.attribution is None else analysis.attribution.to_json()
     figures = data["figures"]
     return RequestResult(
         key=record.key,
@@ -370,3 +362,23 @@ def _body_result(
         credited=figures["credited"],
         has_body=has_body,
     )
+
+
+def _record_row(marker: RecordMarker, endpoint: str) -> dict[str, JSON]:
+    """One marker of the stored render record; the hash without the attribution block (and the
+    endpoint its cache lives at) only past one."""
+    row: dict[str, JSON] = {
+        "ordinal": marker.ordinal,
+        "position": marker.position,
+        "tier": marker.tier,
+        "identity": marker.identity,
+        "prefix_tokens": marker.prefix_tokens,
+        "prefix_hash": marker.prefix_hash,
+        "ttl": marker.ttl,
+        "automatic": marker.automatic,
+    }
+    if marker.blind_hash is not None:
+        row["blind_hash"] = marker.blind_hash
+        row["attribution"] = marker.attribution
+        row["endpoint"] = endpoint
+    return row

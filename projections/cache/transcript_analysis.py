@@ -20,6 +20,13 @@ from projections.cache.cross_session import (
 from projections.cache.explain.miss_candidates import Level, candidates_detail, miss_candidates
 from projections.cache.explain.warnings import over_credit, unattributed_miss
 from projections.cache.predict.client_records import CreditRecord
+from projections.cache.predict.compaction import (
+    COMPACTED,
+    COMPACTION_LINEAGE,
+    COMPACTION_REWRITE,
+    cached_after,
+    compaction_note,
+)
 from projections.cache.predict.materiality import is_material
 from projections.cache.predict.transcript import (
     FIVE_MINUTES,
@@ -97,12 +104,14 @@ def transcript_label(rule: str | None, material: bool) -> str:
     """The miss label of a call predicted by ``rule``; empty when the miss is not material.
 
     A material miss of a carried prefix is unexplained (nothing in the transcript says why); one
-    after a compaction or a head rewrite is the changed prefix, named by the tier that changed.
+    after a head rewrite is the changed prefix, named by the tier that changed. A call after a
+    compaction is ``compacted``, material or not: its history was replaced by the summary.
     """
+    if rule == "after-compaction":
+        # A compaction replaced the history by design: said whether or not the write is material.
+        return COMPACTED
     if not material or rule is None:
         return ""
-    if rule == "after-compaction":
-        return "prefix-changed@messages"
     if rule == "system-changed":
         return "prefix-changed@system"
     return "unexplained" if rule == "carried" else rule
@@ -133,7 +142,8 @@ def analyse_transcript(
     lineage's first call that reads exactly one of those prompts is predicted to read it.
     """
     predictions = _predictions(ordered, events)
-    crossed = _shared_reads(ordered, predictions, foreign or PrefixIndex())
+    lineages = _lineage_writes(ordered)
+    crossed = _shared_reads(ordered, predictions, foreign or PrefixIndex(), lineages)
     previous: dict[str, RequestRecord] = {}
     levels: dict[str, list[Level]] = {}
     results: list[RequestResult] = []
@@ -154,6 +164,9 @@ def analyse_transcript(
         ):
             writer = WriterRef("", prev.key, prev.ordinal)
         result.data["read_from"] = read_from_json(writer)
+        _note_compaction(
+            result, record, prev, prediction, [foreign or PrefixIndex(), *_others(lineages, record)]
+        )
         results.append(result)
         if record.usage is not None:
             previous[record.lineage] = record
@@ -161,12 +174,45 @@ def analyse_transcript(
     return results
 
 
-def _shared_reads(
-    ordered: Sequence[RequestRecord], predictions: dict[str, TranscriptPrediction], foreign: PrefixIndex
-) -> dict[str, WrittenPrefix]:
-    """The first calls of lineages that read exactly a prompt another lineage of this session or
-    another session left cached, with that write (the latest one); their predictions become the
-    read, by rule ``cross-lineage`` or ``cross-session``."""
+def _note_compaction(
+    result: RequestResult,
+    record: RequestRecord,
+    prev: RequestRecord | None,
+    prediction: TranscriptPrediction | None,
+    indexes: Sequence[PrefixIndex],
+) -> None:
+    """What a compaction's summarising call or restart cost (see :mod:`projections.cache.predict.compaction`).
+
+    A summarising call re-sends the main thread's context, so it can read what the main thread
+    (another lineage, or the parent session of a compaction subagent) left cached last: the
+    latest live write of its model no larger than its prompt.
+    """
+    data = result.data
+    if record.lineage == COMPACTION_LINEAGE and record.usage is not None:
+        prompt = record.usage.prompt_total or 0
+        found = [index.latest_held(record.model, record.started_at, prompt) for index in indexes]
+        held = max((w for w in found if w is not None), key=lambda w: (w.written_at, w.tokens), default=None)
+        writer = ""
+        if held is not None:
+            where = f" of session {held.writer.session}" if held.writer.session else ""
+            writer = f"request #{held.writer.ordinal + 1}{where}"
+        note = compaction_note("call", record.usage, held.tokens if held is not None else None, writer=writer)
+    elif prediction is not None and prediction.rule == "after-compaction":
+        cached = cached_after(prev.usage) if prev is not None else None
+        note = compaction_note("restart", record.usage, cached)
+    else:
+        return
+    if note is None:
+        return
+    data["compaction"] = note.to_json()
+    data["label_detail"] = note.detail()
+    if note.role == "call" and is_material(note.reprocessed, note.prompt):
+        data["label"] = result.label = COMPACTION_REWRITE
+        data["material"] = result.material = True
+
+
+def _lineage_writes(ordered: Sequence[RequestRecord]) -> dict[str, PrefixIndex]:
+    """What each lineage of the session left cached, by lineage."""
     mine: dict[str, list[WrittenPrefix]] = {}
     for record in ordered:
         usage = record.usage
@@ -183,13 +229,29 @@ def _shared_reads(
                 usage.cache_write_1h,
             )
         )
-    lineages = {lineage: PrefixIndex.of(writes) for lineage, writes in mine.items()}
+    return {lineage: PrefixIndex.of(writes) for lineage, writes in mine.items()}
+
+
+def _others(lineages: Mapping[str, PrefixIndex], record: RequestRecord) -> list[PrefixIndex]:
+    """The writes of the session's lineages other than ``record``'s."""
+    return [index for lineage, index in lineages.items() if lineage != record.lineage]
+
+
+def _shared_reads(
+    ordered: Sequence[RequestRecord],
+    predictions: dict[str, TranscriptPrediction],
+    foreign: PrefixIndex,
+    lineages: Mapping[str, PrefixIndex],
+) -> dict[str, WrittenPrefix]:
+    """The first calls of lineages that read exactly a prompt another lineage of this session or
+    another session left cached, with that write (the latest one); their predictions become the
+    read, by rule ``cross-lineage`` or ``cross-session``."""
     out: dict[str, WrittenPrefix] = {}
     for record in ordered:
         prediction = predictions.get(record.key)
         if prediction is None or prediction.rule != "first-call" or record.usage is None:
             continue
-        indexes = [foreign, *(index for lineage, index in lineages.items() if lineage != record.lineage)]
+        indexes = [foreign, *_others(lineages, record)]
         found = [
             index.size_read(record.model, record.usage.cache_read or 0, record.started_at)
             for index in indexes

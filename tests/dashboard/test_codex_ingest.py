@@ -152,4 +152,4 @@ def test_explain_labels_the_call_after_a_codex_compaction(codex_home: Path) -> N
     figures = [r["figures"] for r in results]
     reported = [f["reported_read"] for f in figures]
     assert [f["predicted_read"] for f in figures] == [None, reported[1], reported[2], 0]
-    assert [r["label"] for r in results] == [None, None, None, "prefix-changed@messages"]
+    assert [r["label"] for r in results] == [None, None, None, "compacted"]

@@ -183,7 +183,7 @@ def test_a_compaction_call_is_a_boundary_so_the_next_read_is_not_unexplained() -
 
     session = Session.objects.get(external_id=SESSION)
     assert list(session.events.values_list("seq", "type")) == [(0, "compaction/start"), (1, "compaction/end")]
-    assert Request.objects.get(key="req_compact").lineage == "side"
+    assert Request.objects.get(key="req_compact").lineage == "compaction"
     session_analyse(session_id=session.pk)
     after = Request.objects.get(key="req_main_3").analysis
-    assert after.label == "prefix-changed@messages"
+    assert after.label == "compacted"

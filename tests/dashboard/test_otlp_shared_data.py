@@ -132,4 +132,4 @@ def test_a_real_compaction_told_as_telemetry_gives_the_transcripts_verdicts(shar
     told = sorted(Request.objects.filter(session=telemetry, lineage="main").values_list(*verdict))
     read = sorted(main.requests.filter(lineage="main").values_list(*verdict))
     assert told == read
-    assert any(label == "prefix-changed@messages" for _key, label, _read, _material in read)
+    assert any(label == "compacted" for _key, label, _read, _material in read)

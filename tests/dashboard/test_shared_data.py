@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 from django.db.models import Sum
+from django.test import Client
+from django.urls import reverse
 
+from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.ingest.files import ingest_paths
-from dashboard.models import Session
+from dashboard.models import Request, RequestAnalysis, Session
+from projections.cache.explain.verdict import verdict
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
 
@@ -78,3 +82,36 @@ def test_ingesting_the_shared_files_twice_changes_nothing(shared_data: Path) -> 
         Session.objects.values_list("external_id", "event_count", "request_count", "cache_read_tokens")
     )
     assert after == before
+
+
+COMPACTED_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
+
+
+def test_the_real_claude_code_compaction_is_named_with_what_each_request_cost(
+    shared_data: Path, viewer_client: Client
+) -> None:
+    ingest_paths(paths=[shared_data / "claude-code"], source_name="shared")
+    for session in Session.objects.order_by("pk"):
+        session_analyse(session_id=session.pk)
+    main = Session.objects.get(external_id=COMPACTED_SESSION)
+    (restart,) = RequestAnalysis.objects.filter(session=main, label="compacted")
+    (call,) = Request.objects.filter(session__external_id="agent-acompact-e1f845")
+
+    said = verdict(restart.data, has_body=False)
+    assert "append corrections" not in said.remedy
+    assert restart.data["compaction"]["cached_before"] == 163_346 + 1_484  # the last call before it
+    assert (restart.data["compaction"]["read"], restart.data["compaction"]["written"]) == (21_478, 14_600)
+    # Claude Code 2.1.39's compaction subagent keeps the main thread's prefix and read all of it.
+    assert call.lineage == "compaction"
+    note = call.analysis.data["compaction"]
+    assert (note["read"], note["written"], note["cached_before"], note["reprocessed"]) == (
+        164_830,
+        8_681,
+        164_830,
+        0,
+    )
+    assert call.analysis.label == ""
+    page = viewer_client.get(reverse("dashboard:session", args=[main.pk])).content.decode()
+    assert ">1 · $" in page.split('id="session-compactions"')[1].split("</div>")[0]
+    subagent = viewer_client.get(reverse("dashboard:session", args=[call.session_id])).content.decode()
+    assert "The parent&#x27;s context, re-sent" in subagent or "The parent's context, re-sent" in subagent

@@ -103,7 +103,7 @@ def test_an_api_request_keeps_anthropic_buckets_one_to_one() -> None:
     [
         ({"query_source": "repl_main_thread"}, "main"),
         ({}, "main"),
-        ({"query_source": "compact"}, "side"),
+        ({"query_source": "compact"}, "compaction"),
         ({"query_source": "general-purpose", "agent.name": "general-purpose"}, "subagent"),
     ],
 )

@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from projections.cache.explain.content_forms import string_block_switch
+from projections.cache.predict.compaction import (
+    head_change_detail,
+    head_hashes,
+    is_compaction_call,
+    is_compaction_restart,
+)
+from projections.cache.render import attribution_block as attribution
 from projections.cache.render.diff import ChangedUnit
-from projections.cache.render.rendered_request import RenderedRequest
+from projections.cache.render.rendered_request import RenderedRequest, Tier
 from projections.cache.render.spans import Span, smallest_span
 from projections.normalized import JSON
 
@@ -33,6 +40,9 @@ CauseLabel = Literal[
     "removed",
     "reordered",
     "injected",
+    "attribution-changed",
+    "compaction",
+    "compacted",
     "unknown",
 ]
 
@@ -108,6 +118,16 @@ REMEDIES: dict[str, str] = {
         "A system or reminder message is injected inside the history: append injections after the last "
         "message, never between cached turns."
     ),
+    "attribution-changed": attribution.REMEDY,
+    "compaction": (
+        "Send the compaction call with the main thread's system prompt and tools and the summary "
+        "request as its last user message, so it reads the main thread's cached history instead of "
+        "writing it again (as Claude Code 2.1.39's compaction subagent does)."
+    ),
+    "compacted": (
+        "Nothing to fix here: a compaction replaces the history by its summary, so only the tools and "
+        "system prompt are read and the summary is written once; compacting less often pays that less often."
+    ),
     "unknown": "Compare the two units side by side; the change matches no known pattern.",
 }
 
@@ -121,6 +141,17 @@ class Cause:
     remedy: str
     sublabel: str | None = None
     span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FirstChange:
+    """Where a request first differs from the one it is compared with, and why."""
+
+    position: int
+    tier: Tier
+    identity: str
+    byte_offset: int | None
+    cause: Cause
 
 
 def unit_text(raw: JSON) -> str:
@@ -161,13 +192,25 @@ def classify_change(prev: RenderedRequest, cur: RenderedRequest, change: Changed
     p = change.position
     old_tier = prev.tiers[p] if p < len(prev) else None
     new_tier = cur.tiers[p] if p < len(cur) else None
+    if is_compaction_call(cur) and head_hashes(prev) != head_hashes(cur):
+        return _cause("compaction", head_change_detail(prev, cur))
     if "tools" in (old_tier, new_tier):
         return _cause("tools-changed", _tools_detail(prev, cur))
     switched = string_block_switch(prev, cur, p)
     if switched is not None:
         return _cause("reserialized", switched, sublabel="string-vs-block")
-    if "system" in (old_tier, new_tier) and not _shifted(prev, cur, p):
-        return _system_cause(prev, cur, p)
+    if "system" in (old_tier, new_tier):
+        found = _attribution_cause(prev, cur, p)
+        if found is not None:
+            return found
+        if not _shifted(prev, cur, p):
+            return _system_cause(prev, cur, p)
+    if new_tier == "messages" and is_compaction_restart(cur) and not is_compaction_restart(prev):
+        return _cause(
+            "compacted",
+            f"the history ({prev.message_indexes[-1] or 0} messages before) was replaced by the "
+            "compaction summary",
+        )
     if p >= len(cur) or p >= len(prev):
         return _cause("removed" if p >= len(cur) else "inserted", "at the end of the previous request")
     old, new = prev.raws[p], cur.raws[p]
@@ -230,6 +273,12 @@ def _tools_detail(prev: RenderedRequest, cur: RenderedRequest) -> str:
     if edited:
         parts.append("edited " + ", ".join(_short(n) for n in edited))
     return "; ".join(parts) or "tool definitions differ"
+
+
+def _attribution_cause(prev: RenderedRequest, cur: RenderedRequest, p: int) -> Cause | None:
+    """Claude Code's attribution block at the first change: changed, added or gone."""
+    what = attribution.block_change(prev, cur, p)
+    return None if what is None else _cause("attribution-changed", f"Claude Code's attribution block: {what}")
 
 
 def _short(identity: str) -> str:

@@ -23,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from projections.cache.explain.causes import REMEDIES
 from projections.cache.explain.figures import Figures
 from projections.cache.explain.miss_candidates import SETTLE_WITH
+from projections.cache.predict.compaction import COMPACTED, COMPACTION_REWRITE
 from projections.normalized import JSON
 from projections.providers.diagnosis import ProviderDiagnosis, diagnosis_from_json
 
@@ -59,6 +61,8 @@ LABEL_REMEDIES = {
         "Each model keeps its own cache; keep one model per lineage, or send side calls to another "
         "model from a separate lineage."
     ),
+    COMPACTED: REMEDIES["compacted"],
+    COMPACTION_REWRITE: REMEDIES["compaction"],
 }
 """What to do about a miss, by its label."""
 
@@ -102,6 +106,15 @@ LABEL_MEANINGS = {
         "The request read less than its prefix allowed and nothing in the data explains why: with the "
         "bytes logged and unchanged that leaves the provider (eviction or routing); without them the "
         "verdict ranks the candidate causes and names the data that would settle it."
+    ),
+    COMPACTED: (
+        "A compaction replaced the conversation's history with its summary, so only the tools and "
+        "system prompt could be read and the summary was written: what compacting costs, by design."
+    ),
+    COMPACTION_REWRITE: (
+        "The compaction's summarising call re-sent the conversation but read less of it than the main "
+        "thread had cached (its system prompt or tools differ from the main thread's), so the history "
+        "was processed again."
     ),
 }
 """What each label means, one sentence each (a ``prefix-changed@tier:position`` label is

@@ -13,10 +13,14 @@ start order, among requests the importer gave the same role (``main``, ``side``,
 3. Else it starts a lineage of its own: a side call of another purpose (a title, a quota probe), or
    a subagent with its own system prompt and tools.
 
-Names: a lineage the importer calls ``side`` or ``subagent`` keeps that name. Of the importer's
-``main`` lineages, the first that sends tools is ``main`` (the first of all when none sends tools);
-later ones are ``subagent`` when they send tools and ``side`` when they do not. A repeated name
-gets ``-2``, ``-3``, ... in order of first request.
+A compaction's summarising call (see :mod:`projections.cache.predict.compaction`) is compared with the
+request it summarises, found by rules 1 and 2 (else the latest request of its role), but starts a
+lineage of its own, ``compaction``, and no later request continues it: it is a one-shot fork.
+
+Names: a lineage the importer calls ``side``, ``subagent`` or ``compaction`` keeps that name. Of
+the importer's ``main`` lineages, the first that sends tools is ``main`` (the first of all when none
+sends tools); later ones are ``subagent`` when they send tools and ``side`` when they do not. A
+repeated name gets ``-2``, ``-3``, ... in order of first request.
 
 Matching uses hashes of prefixes (one dictionary lookup per probe, a binary search per request),
 so a session of thousands of requests is not compared pairwise.
@@ -28,6 +32,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from projections.cache.predict.compaction import COMPACTION_LINEAGE, is_compaction_call
 from projections.cache.render.rendered_request import RenderedRequest
 from projections.normalized import RequestRecord
 
@@ -62,6 +67,7 @@ class LineageAssigner:
         self._heads: dict[tuple[str, str], str] = {}
         self._chain_of: dict[str, int] = {}
         self._chains: list[_Chain] = []
+        self._latest: dict[str, str] = {}
 
     def add(self, record: RequestRecord, rendered: RenderedRequest) -> tuple[int, str | None]:
         """The chain (an index into :meth:`names`) and the parent key of the next request in start order."""
@@ -71,6 +77,13 @@ class LineageAssigner:
         parent = _longest_shared(role, prefixes, self._messages_index, self._whole) or self._heads.get(
             (role, head)
         )
+        if role == COMPACTION_LINEAGE or is_compaction_call(rendered):
+            # Left out of the indexes: a later request continues the conversation, not its summary.
+            chain = len(self._chains)
+            self._chains.append(_Chain(COMPACTION_LINEAGE, "tools" in rendered.tiers))
+            self._chain_of[record.key] = chain
+            return chain, parent or self._summarised(prefixes, head)
+        self._latest[role] = record.key
         if parent is None:
             chain = len(self._chains)
             self._chains.append(_Chain(role, "tools" in rendered.tiers))
@@ -84,6 +97,12 @@ class LineageAssigner:
             self._whole[(role, prefixes[-1])] = record.key
         self._heads[(role, head)] = record.key
         return chain, parent
+
+    def _summarised(self, prefixes: Sequence[str], head: str) -> str | None:
+        """The main-thread request a summarising call of another role summarises: the one sharing
+        its longest message prefix, else its tools and system prompt, else the latest."""
+        found = _longest_shared("main", prefixes, self._messages_index, self._whole)
+        return found or self._heads.get(("main", head)) or self._latest.get("main")
 
     def names(self) -> list[str]:
         """Each chain's name, by chain index (the module's docstring says how)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from projections.cache.render.attribution_block import attribution_block, blind_hashes
 from projections.cache.render.rendered_request import RenderedRequest, Tier
 from projections.normalized import JSON
 
@@ -25,6 +26,10 @@ class RecordMarker:
     ttl: str
     automatic: bool = False
     """True for the breakpoint a top-level ``cache_control`` implies, which sits on no block."""
+    blind_hash: str | None = None
+    """The prefix's hash without Claude Code's attribution block, for a marker past one."""
+    attribution: str = ""
+    """The attribution block the request sent, with ``blind_hash``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +44,14 @@ class RenderRecord:
         return max(self.markers, key=lambda m: m.position, default=None)
 
 
-def render_record(rendered: RenderedRequest) -> RenderRecord:
-    """The render record of a rendered request: ordinal, position, identity, prefix hash and tokens."""
+def render_record(rendered: RenderedRequest, *, blind: bool = False) -> RenderRecord:
+    """The render record of a rendered request: ordinal, position, identity, prefix hash and tokens;
+    with ``blind``, past an attribution block the hash without it too (what another session's
+    request would read but for its own block, see :mod:`projections.cache.attribution`), which
+    costs a pass over the units that only the stored record needs."""
+    block = attribution_block(rendered) if blind else None
+    positions = [marker.position for marker in rendered.markers]
+    hashes = blind_hashes(rendered, block, positions) if block is not None else {}
     markers = tuple(
         RecordMarker(
             ordinal=ordinal,
@@ -51,6 +62,8 @@ def render_record(rendered: RenderedRequest) -> RenderRecord:
             prefix_tokens=rendered.prefix_tokens(marker.position),
             ttl=marker.ttl,
             automatic=marker.automatic,
+            blind_hash=hashes.get(marker.position),
+            attribution=block.text if block is not None and marker.position in hashes else "",
         )
         for ordinal, marker in enumerate(rendered.markers)
     )

@@ -7,7 +7,8 @@ partial ``output_tokens`` on its first line. A call therefore becomes one ``assi
 its tool results, and one :class:`RequestRecord`. ``model: "<synthetic>"`` lines are written by the
 client, not the model, and are not calls. Subagents live in ``<session>/subagents/agent-*.jsonl``
 (or, in older layouts, ``agent-*.jsonl`` beside the sessions) or inline as ``isSidechain`` lines;
-each becomes its own session linked to its parent.
+each becomes its own session linked to its parent. The compaction subagent (``agent-acompact-*``,
+2.1.x) makes a compaction's summarising call: its calls get the lineage ``compaction``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ TRANSCRIPT_TYPES = frozenset(
 _HEAD_SCAN_LINES = 200
 _Keep = Callable[[dict[str, JSON]], bool]
 _SIDECHAIN_MARKERS = (b'"isSidechain":true', b'"isSidechain": true')
+COMPACTION_AGENT = "acompact"
+"""How the id of Claude Code's compaction subagent starts (``agentId: "acompact-e1f845"``)."""
 
 
 @dataclass(slots=True)
@@ -78,7 +81,11 @@ def read_claude_code(path: Path) -> Iterator[SessionImport]:
     if stem.startswith("agent-") or (head.sidechain and head.agent_id):
         external_id = stem if stem.startswith("agent-") else f"agent-{head.agent_id}"
         session = _session(path, head, external_id, head.session_id or None, "subagent")
-        session.items = _items(path, session, "subagent", lambda value: True)
+        # The compaction subagent (agent-acompact-*) makes the summarising call of a compaction.
+        compaction = head.agent_id.startswith(COMPACTION_AGENT) or stem.startswith(
+            f"agent-{COMPACTION_AGENT}"
+        )
+        session.items = _items(path, session, "compaction" if compaction else "subagent", lambda value: True)
         yield session
         return
     main_id = head.session_id or stem

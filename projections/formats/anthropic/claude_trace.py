@@ -13,7 +13,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from projections.formats.reading.times import optional_time
-from projections.formats.traffic.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
+from projections.formats.traffic.exchanges import (
+    BadRecord,
+    Exchange,
+    endpoint_of,
+    platform_of,
+    read_exchange_sessions,
+)
 from projections.formats.traffic.payloads import (
     anthropic_betas,
     json_body,
@@ -61,6 +67,7 @@ def parse_trace_record(value: dict[str, JSON]) -> Exchange | None:
         betas=anthropic_betas(request.get("headers")),
         diagnosis=facts.diagnosis,
         client_version=request_client_version(request.get("headers")),
+        endpoint=endpoint_of(url),
     )
 
 

@@ -41,7 +41,8 @@ class DshCalls:
         record = RequestRecord(
             key=f"seq-{event.seq}",
             ordinal=self.ordinal,
-            lineage=self.lineage if event.type == "assistant/message" else "side",
+            # The summarizer's call of a compaction is the compaction's own lineage, never the chain's.
+            lineage=self.lineage if event.type == "assistant/message" else "compaction",
             provider=str(event.data.get("provider") or self.provider or "unknown"),
             platform="",
             api="",

@@ -205,6 +205,8 @@ def _lineage(attrs: Mapping[str, JSON]) -> Lineage:
     source = text(attrs, "query_source")
     if source in MAIN_QUERY_SOURCES:
         return "main"
+    if source == COMPACT_QUERY_SOURCE:
+        return "compaction"
     return "subagent" if source == "subagent" else "side"
 
 

@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from projections.formats.reading.times import optional_time
-from projections.formats.traffic.exchanges import BadRecord, Exchange, platform_of, read_exchange_sessions
+from projections.formats.traffic.exchanges import (
+    BadRecord,
+    Exchange,
+    endpoint_of,
+    platform_of,
+    read_exchange_sessions,
+)
 from projections.formats.traffic.payloads import (
     anthropic_betas,
     json_body,
@@ -100,6 +106,7 @@ def parse_capture_record(value: dict[str, JSON]) -> Exchange | None:
         betas=anthropic_betas(request_headers) if provider == "anthropic" else (),
         diagnosis=facts.diagnosis,
         client_version=request_client_version(request_headers),
+        endpoint=endpoint_of(url),
     )
 
 

@@ -59,6 +59,7 @@ class Exchange:
     betas: tuple[str, ...] = ()
     diagnosis: ProviderDiagnosis | None = None
     client_version: str = ""
+    endpoint: str = ""
 
     def record(
         self, *, key: str, ordinal: int, usage: Usage | None, line: int, lineage: Lineage | None = None
@@ -81,6 +82,7 @@ class Exchange:
             betas=self.betas,
             provider_diagnosis=self.diagnosis,
             client_version=self.client_version,
+            endpoint=self.endpoint,
         )
 
 
@@ -106,6 +108,14 @@ def platform_of(url: JSON, default: str) -> str:
     if "deepseek" in host:
         return "deepseek"
     return default
+
+
+def endpoint_of(url: JSON) -> str:
+    """The host (and port, when one is named) a call's URL names; empty without a URL."""
+    if not isinstance(url, str) or not url:
+        return ""
+    parts = urlsplit(url)
+    return parts.netloc.rpartition("@")[2] or ""
 
 
 def record_session_id(value: Mapping[str, JSON]) -> str | None:

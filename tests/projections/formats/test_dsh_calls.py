@@ -50,11 +50,11 @@ def test_request_context_changes_the_model_of_later_calls() -> None:
     assert (call.provider, call.model) == ("deepseek", "deepseek-chat")
 
 
-def test_a_compaction_summary_with_usage_is_a_side_call() -> None:
+def test_a_compaction_summary_with_usage_is_a_call_of_the_compaction_lineage() -> None:
     calls = DshCalls("s.jsonl", "main")
     call = calls.observe(event(3, "compaction/summary", usage={"inputTokens": 50000, "outputTokens": 800}))
     assert isinstance(call, RequestRecord)
-    assert call.lineage == "side"
+    assert call.lineage == "compaction"
 
 
 def test_events_without_usage_record_no_call() -> None:
