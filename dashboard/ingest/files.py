@@ -189,7 +189,9 @@ def ingest_session(
         if Session.objects.filter(source=source, external_id=imported.external_id[:200]).exists():
             # A refused copy of a session already stored says nothing about the stored log: leave it.
             summary.sessions_unchanged += 1
-            return None
+        # A refused file (a binary, a CSV, an unknown header version) is an error on the job and
+        # nothing else: an empty session row in its name would count in the fleet as a session.
+        return None
     errors_before, notices_before = len(summary.errors), len(summary.notices)
     unchanged_before = summary.sessions_unchanged
     try:

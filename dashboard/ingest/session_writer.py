@@ -113,7 +113,7 @@ def write_session(
     if created or added_events:
         # Only a change to the stored log can change whether it folds; a bad copy that added nothing
         # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
-        session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
+        session.unfoldable = imported.unfoldable or session.unfoldable
     session.crash_tail = imported.crash_tail or session.crash_tail
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at

@@ -90,13 +90,14 @@ def test_unstorable_characters_are_stored_as_replacement_characters(name: str, t
     assert Event.objects.filter(session__external_id=case.external_id).count() == 5
 
 
-def test_an_unknown_version_alone_is_kept_as_a_session_showing_its_error(tmp_path: Path) -> None:
+def test_an_unknown_version_alone_is_refused_and_stores_no_session(tmp_path: Path) -> None:
     case = CASES["unknown-version"](tmp_path)
     summary = _ingest(case.path)
-    assert [e.field for e in summary.errors] == ["session"]
-    session = Session.objects.get(external_id=case.external_id)
-    assert "version: unsupported header version 7" in session.unfoldable
-    assert not Event.objects.filter(session=session).exists()
+    [error] = summary.errors
+    assert error.field == "session"
+    assert "version: unsupported header version 7" in error.reason
+    assert (summary.sessions_added, summary.session_ids) == (0, [])
+    assert not Session.objects.filter(external_id=case.external_id).exists()
 
 
 @pytest.mark.parametrize("name", ["replace-no-claim", "claim-other-range"])
