@@ -36,6 +36,7 @@ from dashboard.models.ingest import SAVED_FILE_KINDS
 from dashboard.refold.projcache import projcache_ingest
 from dashboard.storage.gc_pause import gc_paused
 from projections.formats import read_sessions
+from projections.formats.reading.times import plausible_times
 from projections.normalized import FormatError, LineError, LineNotice, SessionImport
 
 PROJCACHE_NAME = "session_projcache.json"
@@ -182,6 +183,7 @@ def ingest_session(
     transaction commits; without it they are refreshed in the session's own transaction.
     """
     blocks = blocks or BlockStore()
+    imported = plausible_times(imported, now=timezone.now())
     if imported.fatal:
         summary.errors.append(
             LineError(path=imported.path, line=None, field="session", reason=imported.fatal)
