@@ -105,3 +105,51 @@ def test_a_test_clock_near_the_epoch_is_one_notice_for_the_whole_log(tmp_path: P
         f"before 2000, not an agent's wall clock: kept as unknown ({len(lines) - 1} lines)" in notice.reason
     )
     assert not Event.objects.filter(session__external_id="test-clock", time__isnull=False).exists()
+
+
+def _cut(tmp_path: Path, session_id: str) -> tuple[Path, str]:
+    """A dsh log whose last line was cut mid-write, and the whole text it was cut from."""
+    path = write_jsonl(tmp_path / session_id / "session.jsonl", dsh_lines(session_id, turns=2))
+    whole = path.read_text()
+    path.write_text(whole[: whole.rindex("\n", 0, len(whole) - 1) + 1] + whole.splitlines()[-1][:25])
+    return path, whole
+
+
+def test_a_cut_last_line_is_counted_as_a_notice_in_the_summary_the_json_and_the_job_page(
+    tmp_path: Path, viewer_client: Client
+) -> None:
+    path, _ = _cut(tmp_path, "cut-tail")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("ingest", str(path), stdout=out, stderr=err)
+    assert "0 errors, 1 notices" in out.getvalue()
+    assert f"notice: {path}: crash tail: line 6: incomplete last line" in err.getvalue()
+
+    summary = io.StringIO()
+    call_command("ingest", str(path), "--json", stdout=summary)
+    answer = json.loads(summary.getvalue())
+    assert answer["notices"] == 1
+    assert "held back, not stored" in answer["notice_lines"][0]
+    job = IngestJob.objects.order_by("pk").last()
+    assert job is not None
+    assert job.notice_count == 1
+    page = viewer_client.get(job.get_absolute_url()).content.decode()
+    assert "crash tail" in page
+    assert "held back, not stored" in page
+
+
+def test_a_crash_tail_that_later_completes_clears_its_note(tmp_path: Path, viewer_client: Client) -> None:
+    path, whole = _cut(tmp_path, "completes")
+    call_command("ingest", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    session = Session.objects.get(external_id="completes")
+    assert session.crash_tail.startswith("line 6: incomplete last line")
+    assert "Crash tail dropped" in viewer_client.get(session.get_absolute_url()).content.decode()
+
+    path.write_text(whole)
+    out = io.StringIO()
+    call_command("ingest", str(path), stdout=out, stderr=io.StringIO())
+
+    session.refresh_from_db()
+    assert session.crash_tail == ""
+    assert session.event_count == 5
+    assert "0 errors, 0 notices" in out.getvalue()
+    assert "Crash tail dropped" not in viewer_client.get(session.get_absolute_url()).content.decode()
