@@ -177,3 +177,26 @@ def test_an_upload_with_a_traversing_zip_creates_no_job(tmp_path: Path) -> None:
     with pytest.raises(UploadRejected):
         upload_create_job(files=[upload], source_name="laptop", format=None, user=None)
     assert not IngestJob.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("export.jsonl", b"session,seq,type\ns1,0,user/message\n"),
+        ("core.jsonl", bytes(range(256)) * 8),
+    ],
+    ids=["csv", "binary"],
+)
+def test_a_refused_file_in_a_folder_is_an_error_and_stores_no_session(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / name).write_bytes(data)
+
+    summary = _ingest(folder)
+
+    [error] = summary.errors
+    assert error.path == str(folder / name)
+    assert (summary.sessions_added, summary.session_ids) == (0, [])
+    assert not Session.objects.exists()
