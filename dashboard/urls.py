@@ -26,6 +26,11 @@ dashboard_patterns = [
         name="session_events",
     ),
     path(
+        "sessions/<int:session_id>/events/<int:seq>.json",
+        view("sessions.timeline_views.session_event_json"),
+        name="session_event",
+    ),
+    path(
         "sessions/<int:session_id>/host-notes/",
         view("sessions.timeline_views.session_host_notes_hx"),
         name="session_host_notes",
