@@ -42,10 +42,7 @@ def _ingest(folder: Path, data_dir: Path) -> subprocess.Popen[str]:
     )
 
 
-@pytest.mark.parametrize("round_", range(3))
-def test_two_cli_ingests_of_one_folder_both_finish_and_store_each_row_once(
-    tmp_path: Path, round_: int
-) -> None:
+def test_two_cli_ingests_of_one_folder_both_finish_and_store_each_row_once(tmp_path: Path) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("SQLite has one writer: two ingests take turns and cannot deadlock")
     folder = _folder(tmp_path / "projects")
