@@ -251,20 +251,40 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
+# /healthz adds each check's error and timing for a request bearing this token (none without one).
+CACHESCOPE_HEALTH_TOKEN = env_str("CACHESCOPE_HEALTH_TOKEN")
+
 # Shared by every web process at scale; per-process memory on the embedded default.
 _cache_url = env_url("CACHE_URL", {"redis", "rediss"})
+# A Redis that does not answer (a host gone, a full network) costs a page a second, not a hang; one
+# that refuses connections costs nothing, and either way pages go on without it.
+_CACHE_SOCKET_OPTIONS = {"socket_connect_timeout": 1, "socket_timeout": 1}
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        {
+            "BACKEND": "dashboard.storage.shared_cache.TolerantRedisCache",
+            "LOCATION": _cache_url,
+            "OPTIONS": _CACHE_SOCKET_OPTIONS,
+        }
         if _cache_url
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-    )
+    ),
 }
+if _cache_url:
+    # The login throttle's own connection, which raises when Redis is down, so its handler counts
+    # in the database instead of not counting (dashboard/access/login_throttle.py).
+    CACHES["axes"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": _cache_url,
+        "OPTIONS": _CACHE_SOCKET_OPTIONS,
+    }
+    AXES_CACHE = "axes"
 
 # Login throttling (django-axes): failures count per user name *and* client address, so a flood of
 # made-up user names from one address locks out no real user there, and a guessed user name is
 # locked only for the address guessing it. The count lives where every web process sees it: the
-# Redis cache when CACHE_URL names one, else the database (shared even by the embedded default).
+# Redis cache when CACHE_URL names one (the database while Redis is down), else the database
+# (shared even by the embedded default).
 CACHESCOPE_LOGIN_FAILURE_LIMIT = env_int("CACHESCOPE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 CACHESCOPE_LOGIN_LOCKOUT_SECONDS = env_int("CACHESCOPE_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
 # Proxies (addresses or networks) whose X-Forwarded-For is believed; see dashboard/access/client_address.py.
@@ -281,7 +301,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "dashboard.access.client_address.client_address"
 AXES_LOCKOUT_CALLABLE = "dashboard.access.login.login_locked_out"
 AXES_HANDLER = (
-    "axes.handlers.cache.AxesCacheHandler" if _cache_url else "axes.handlers.database.AxesDatabaseHandler"
+    "dashboard.access.login_throttle.CacheOrDatabaseHandler"
+    if _cache_url
+    else "axes.handlers.database.AxesDatabaseHandler"
 )
 # Failures only: a row per successful login would grow without end and say nothing about guessing.
 AXES_DISABLE_ACCESS_LOG = True

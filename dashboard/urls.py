@@ -26,6 +26,11 @@ dashboard_patterns = [
         name="session_events",
     ),
     path(
+        "sessions/<int:session_id>/events/<int:seq>.json",
+        view("sessions.timeline_views.session_event_json"),
+        name="session_event",
+    ),
+    path(
         "sessions/<int:session_id>/host-notes/",
         view("sessions.timeline_views.session_host_notes_hx"),
         name="session_host_notes",
@@ -92,4 +97,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("favicon.ico", view("web.favicon.favicon"), name="favicon"),
+    # Outside the pages' namespace: the role check there reads the session, which needs the database.
+    path("healthz", view("health.views.healthz"), name="healthz"),
 ]

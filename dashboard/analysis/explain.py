@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from django.utils import timezone
+
 from projections.cache.cross_session import PrefixIndex, session_writes
 from projections.cache.explain.verdict import Verdict, verdict
 from projections.cache.render.render_record import markers_sent
@@ -13,6 +15,7 @@ from projections.cache.results import RecordsAnalysis, RequestResult
 from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
 from projections.cache.transcript_analysis import is_boundary
 from projections.formats import read_sessions
+from projections.formats.reading.times import plausible_times
 from projections.normalized import JSON, EventRecord, LineError, RequestRecord
 
 
@@ -33,7 +36,10 @@ def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
     from the main session's prefix is predicted and its writer named.
     """
     read: list[tuple[str, list[RequestRecord], list[EventRecord], list[LineError]]] = []
-    for imported in read_sessions(path, format=format):
+    now = timezone.now()
+    for found in read_sessions(path, format=format):
+        # The times ingest would keep, so the verdicts agree with the stored session's.
+        imported = plausible_times(found, now=now)
         records: list[RequestRecord] = []
         events: list[EventRecord] = []
         errors: list[LineError] = []

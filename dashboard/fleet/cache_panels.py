@@ -28,12 +28,17 @@ from dashboard.web.time_range import DEFAULT_RANGE, TimeWindow, range_limited
 from projections.providers.diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
+CHART_SOURCES = 7
+"""Sources drawn one by one on the sources chart; the rest are one series (8 colours in all)."""
 RECENT_MISSES = 10
 WASTE_CANDIDATES = 50
 
 
-def bucket_points(usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = "") -> list[BucketPoint]:
-    """One point per bucket of the window, empty buckets included, each with its requests' URL."""
+def bucket_points(
+    usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = "", *, linked: bool = True
+) -> list[BucketPoint]:
+    """One point per bucket of the window, empty buckets included, each with its requests' URL
+    (none when not ``linked``)."""
     points = []
     for start in usage.window.buckets:
         figures = by_bucket.get(start, Usage())
@@ -44,10 +49,33 @@ def bucket_points(usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = 
                 hit_rate=figures.hit_rate,
                 prompt=figures.prompt,
                 uncached=figures.uncached,
-                url=usage.requests_url(start, source),
+                url=usage.requests_url(start, source) if linked else None,
             )
         )
     return points
+
+
+def source_series(usage: FleetUsage) -> dict[str, list[BucketPoint]]:
+    """The sources chart's series: the :data:`CHART_SOURCES` with the most uncached input in the
+    window, largest first, and the rest summed as one "N other sources" series without links.
+
+    Two traces a source: a fleet of a dozen sources drew two dozen, and a legend taller than its plot.
+    """
+    ranked = sorted(
+        usage.by_source_bucket.items(),
+        key=lambda item: (-sum(figures.uncached for figures in item[1].values()), item[0]),
+    )
+    # "1 other source" would hide a name the chart has room for.
+    shown = ranked if len(ranked) <= CHART_SOURCES + 1 else ranked[:CHART_SOURCES]
+    series = {name: bucket_points(usage, buckets, name) for name, buckets in shown}
+    rest = ranked[len(shown) :]
+    if rest:
+        merged: dict[Any, Usage] = {}
+        for _, buckets in rest:
+            for start, figures in buckets.items():
+                merged.setdefault(start, Usage()).add(figures)
+        series[f"{len(rest)} other sources"] = bucket_points(usage, merged, linked=False)
+    return series
 
 
 def in_window(requests: QuerySet[Any], window: TimeWindow | None, field: str = "started_at") -> QuerySet[Any]:
@@ -141,11 +169,7 @@ def fleet_cache_context(
     if active is None and window is not None:
         active = active_sessions_count(window)
     points = bucket_points(usage, usage.by_bucket) if usage is not None and usage.total.requests else []
-    by_source = (
-        {source: bucket_points(usage, buckets, source) for source, buckets in usage.by_source_bucket.items()}
-        if usage is not None
-        else {}
-    )
+    by_source = source_series(usage) if usage is not None else {}
     step = window.step.value if window is not None else ""
     kinds = list(
         warnings_in_range(window).values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind")

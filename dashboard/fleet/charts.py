@@ -13,15 +13,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from dashboard.web.charts import READ_COLOUR, Figure, base_layout
+from dashboard.web.charts import READ_COLOUR, Figure, base_layout, plotly_text
 
 MAX_TICKS = 12
 SOURCE_COLOURS = ("#2456a6", "#2f8f5b", "#d08a1e", "#c2413b", "#6b4fa0", "#3a8fa8", "#8a6d3b", "#5f6b7a")
 # A weekly axis is a long one, and "Jan 05" alone could be either of two years on it. The year goes
 # on a second line: on one, a dozen "May 01, 2026" labels tilt and are cut off at the chart's foot.
-TICK_FORMATS = {"hour": "%b %d %H:%M", "day": "%b %d", "week": "%b %d<br>%Y"}
+TICK_FORMATS = {
+    "hour": "%b %d %H:%M",
+    "day": "%b %d",
+    "week": "%b %d<br>%Y",
+    "month": "%b<br>%Y",
+    "year": "%Y",
+}
 DAY_ACROSS_YEARS = "%b %d<br>%Y"
-HOVER_FORMATS = {"hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d"}
+HOVER_FORMATS = {
+    "hour": "%Y-%m-%d %H:00",
+    "day": "%Y-%m-%d",
+    "week": "week of %Y-%m-%d",
+    "month": "%B %Y",
+    "year": "%Y",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +46,8 @@ class BucketPoint:
     hit_rate: float | None
     prompt: int
     uncached: int
-    url: str
+    url: str | None
+    """``None`` for a point that stands for no one list (the sources beyond the chart's top ones)."""
 
 
 def time_axis(step: str, points: Sequence[BucketPoint]) -> dict[str, Any]:
@@ -86,11 +99,13 @@ RIGHT_AXIS_MARGIN = 64
 
 
 def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: str) -> Figure:
-    """Uncached input per bucket as bars stacked by source, and each source's hit rate as a line."""
+    """Uncached input per bucket as bars stacked by source, and each source's hit rate as a line,
+    in the order of ``series`` (the largest sources first, the rest together last)."""
     data: list[dict[str, Any]] = []
-    for index, (source, points) in enumerate(sorted(series.items())):
+    for index, (name, points) in enumerate(series.items()):
         colour = SOURCE_COLOURS[index % len(SOURCE_COLOURS)]
         urls = [point.url if point.requests else None for point in points]
+        source = plotly_text(name)
         data.append(
             {
                 "type": "bar",

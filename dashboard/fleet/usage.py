@@ -18,12 +18,14 @@ from urllib.parse import urlencode
 from django.core.cache import cache
 from django.db.models import Count, Max, Min, QuerySet, Sum
 from django.urls import reverse
+from django.utils import timezone
 
 from dashboard.costs.pricing import Tokens, price_match, prices_load, usage_cost
 from dashboard.models import Session, Source, UsageRollup
 from dashboard.web.time_range import Step, TimeWindow, range_limited, time_window
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
+from projections.wall_clock import plausible_span
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +133,16 @@ def iso(moment: datetime) -> str:
 
 
 def fleet_window(range_name: str) -> TimeWindow | None:
-    """The window of ``range_name`` over the data there is; ``None`` when no request has a time."""
-    extent = UsageRollup.objects.filter(granularity=UsageRollup.Granularity.HOUR).aggregate(
-        oldest=Min("bucket_start"), newest=Max("bucket_start")
-    )
+    """The window of ``range_name`` over the data there is; ``None`` when no request has a time.
+
+    Only plausible hours count (:func:`~projections.wall_clock.plausible_span`): a request stored
+    with a time of 9999 or 0001 before ingest refused such times would otherwise stretch every
+    window to it.
+    """
+    earliest, latest = plausible_span(now=timezone.now())
+    extent = UsageRollup.objects.filter(
+        granularity=UsageRollup.Granularity.HOUR, bucket_start__gte=earliest, bucket_start__lte=latest
+    ).aggregate(oldest=Min("bucket_start"), newest=Max("bucket_start"))
     return time_window(range_name, oldest=extent["oldest"], newest=extent["newest"])
 
 
@@ -166,8 +174,8 @@ def fleet_usage(window: TimeWindow) -> FleetUsage:
     usage = FleetUsage(window=window)
     for row in rows.values("bucket_start", "source__name").annotate(**ROLLUP_SUMS):
         figures = _usage(row)
-        # Days are summed into weeks here: a week's bucket is the Monday its days fall after.
-        bucket = window.step.floor(row["bucket_start"]) if window.step is Step.WEEK else row["bucket_start"]
+        # Days are summed into weeks, months or years here: the bucket their first day opens.
+        bucket = window.step.floor(row["bucket_start"]) if window.step.sums_days else row["bucket_start"]
         usage.total.add(figures)
         usage.by_bucket.setdefault(bucket, Usage()).add(figures)
         usage.by_source_bucket[row["source__name"]].setdefault(bucket, Usage()).add(figures)

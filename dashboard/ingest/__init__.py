@@ -3,6 +3,7 @@
 their own: ``api/`` (the ingestion API), ``otlp/`` (the OTLP receiver) and ``recording/``
 (``manage.py record``).
 
-May import: ``dashboard.storage``, ``dashboard.jobs.leases``, ``dashboard.fleet.rollups``,
-``dashboard.refold`` (a host's projection cache), ``dashboard.web``, ``dashboard.models``, ``projections``.
+May import: ``dashboard.storage``, ``dashboard.jobs.leases``, ``dashboard.jobs.tally``,
+``dashboard.fleet.rollups``, ``dashboard.refold`` (a host's projection cache), ``dashboard.web``,
+``dashboard.models``, ``projections``.
 """

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from dashboard.fleet.rollups import RollupBuckets
@@ -31,11 +31,19 @@ from dashboard.ingest.followups import (
 )
 from dashboard.ingest.session_writer import write_session
 from dashboard.ingest.summary import IngestSummary
+from dashboard.jobs.tally import job_tally_add, job_tally_read
 from dashboard.models import IngestError, IngestJob, IngestNotice, Session, Source
 from dashboard.models.ingest import SAVED_FILE_KINDS
 from dashboard.refold.projcache import projcache_ingest
+from dashboard.storage.db_outage import (
+    DatabaseUnavailable,
+    database_label,
+    is_unavailable,
+    unavailable_reason,
+)
 from dashboard.storage.gc_pause import gc_paused
 from projections.formats import read_sessions
+from projections.formats.reading.times import plausible_times
 from projections.normalized import FormatError, LineError, LineNotice, SessionImport
 
 PROJCACHE_NAME = "session_projcache.json"
@@ -84,28 +92,43 @@ def ingest_paths(
     Bad lines are collected in the summary (and on ``job`` when given); a path that cannot be read at
     all is reported as an error naming it, and the other paths go on.
     """
-    source, _ = Source.objects.get_or_create(name=source_name)
     summary = IngestSummary()
-    blocks = BlockStore()
-    # Each session's transaction deletes the outbox rows of the sessions before it; their follow-ups
-    # are enqueued a batch of sessions at a time.
-    with followups_clear_later(), followups_gathered() as gathered:
-        imports = _imports(paths, format, summary, on_progress)
-        while _store_group(imports, source, summary, blocks):
-            pass
-        link_parents(source)
+    try:
+        # What the job's earlier attempts committed, read before this one commits anything.
+        earlier = job_tally_read(job_id=job.pk) if job is not None else None
+        source, _ = Source.objects.get_or_create(name=source_name)
+        blocks = BlockStore()
+        # Each session's transaction deletes the outbox rows of the sessions before it; their
+        # follow-ups are enqueued a batch of sessions at a time.
+        with followups_clear_later(), followups_gathered() as gathered:
+            imports = _imports(paths, format, summary, on_progress)
+            while _store_group(imports, source, summary, blocks, job.pk if job is not None else None):
+                pass
+            link_parents(source)
+    except (OperationalError, InterfaceError) as error:
+        if isinstance(error, DatabaseUnavailable) or not is_unavailable(error):
+            raise
+        raise DatabaseUnavailable(
+            database_label(), unavailable_reason(error), summary.stored_text()
+        ) from error
     summary.followups_pending.extend(gathered.refused)
-    if job is not None:
+    if job is not None and earlier is not None:
+        summary.include_earlier(earlier)
         ingest_job_record(job, summary)
     return summary
 
 
 def _store_group(
-    imports: Iterator[SessionImport], source: Source, summary: IngestSummary, blocks: BlockStore
+    imports: Iterator[SessionImport],
+    source: Source,
+    summary: IngestSummary,
+    blocks: BlockStore,
+    job_id: int | None = None,
 ) -> bool:
     """Store sessions of ``imports`` in one transaction, each in a savepoint of its own, until
     :data:`GROUP_SESSIONS` are stored or :data:`GROUP_SECONDS` have passed; their usage rollups are
-    refreshed once, before it commits. Whether ``imports`` may hold more.
+    refreshed once, and what they added counted on job ``job_id``, before it commits. Whether
+    ``imports`` may hold more.
 
     A session the database refuses is rolled back to its savepoint alone, as in a transaction of
     its own; an error that stops the ingest rolls back the group, which a retry stores again.
@@ -113,7 +136,11 @@ def _store_group(
     rollups = RollupBuckets()
     started = time.monotonic()
     more = False
+    before, changed_before = summary.added_counts(), len(summary.changed_session_ids)
     with transaction.atomic():
+        # First of the group's commit callbacks: a follow-up that then fails (the database gone
+        # since) does not make what was committed look unstored.
+        transaction.on_commit(summary.note_committed)
         for count, imported in enumerate(imports, start=1):
             stored = ingest_session(imported, source=source, summary=summary, blocks=blocks, rollups=rollups)
             if stored is not None and imported.format == "dsh":
@@ -122,6 +149,12 @@ def _store_group(
                 more = True
                 break
         rollups.refresh()
+        if job_id is not None:
+            added = {name: value - before[name] for name, value in summary.added_counts().items()}
+            job_tally_add(
+                job_id=job_id, counts=added, session_ids=summary.changed_session_ids[changed_before:]
+            )
+    summary.note_committed()
     return more
 
 
@@ -182,6 +215,7 @@ def ingest_session(
     transaction commits; without it they are refreshed in the session's own transaction.
     """
     blocks = blocks or BlockStore()
+    imported = plausible_times(imported, now=timezone.now())
     if imported.fatal:
         summary.errors.append(
             LineError(path=imported.path, line=None, field="session", reason=imported.fatal)
@@ -189,7 +223,9 @@ def ingest_session(
         if Session.objects.filter(source=source, external_id=imported.external_id[:200]).exists():
             # A refused copy of a session already stored says nothing about the stored log: leave it.
             summary.sessions_unchanged += 1
-            return None
+        # A refused file (a binary, a CSV, an unknown header version) is an error on the job and
+        # nothing else: an empty session row in its name would count in the fleet as a session.
+        return None
     errors_before, notices_before = len(summary.errors), len(summary.notices)
     unchanged_before = summary.sessions_unchanged
     try:

@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from dashboard.models import PendingFollowup
+from dashboard.storage.db_outage import is_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,14 @@ def _send_after_error(gathered: Gathered) -> None:
     count = len(gathered.due)
     try:
         gathered.send()
-    except Exception:
+    except Exception as error:
+        if is_unavailable(error):
+            # The error that stopped the ingest says so in its own line; the outbox rows committed
+            # with the sessions, so the next ingest or resend_followups sends them.
+            log.info(
+                "the follow-ups of %d stored sessions wait in the outbox: the database is unavailable", count
+            )
+            return
         log.exception("the follow-ups of %d stored sessions were left to the resend", count)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from django.db import DatabaseError, OperationalError
+from django.db import DatabaseError, OperationalError, close_old_connections, connection
 from django.utils import timezone
 
 from dashboard.ingest.api.body import BodyRejected
@@ -21,6 +21,8 @@ from dashboard.ingest.uploads import upload_remove_files
 from dashboard.jobs.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.models import IngestJob
 from dashboard.models.ingest import SAVED_FILE_KINDS
+from dashboard.storage.db_outage import DatabaseUnavailable
+from dashboard.storage.db_retry import retrying
 
 if TYPE_CHECKING:
     from dashboard.ingest.summary import IngestSummary
@@ -62,8 +64,9 @@ def ingest_job_run(
     A heartbeat renews ``owner``'s lease while the ingest runs; should another worker take the job
     over (this one stalled past its lease), :class:`~dashboard.jobs.leases.LeaseLost` is raised
     at the next file. An unexpected error marks the job failed with the error's type and text, and
-    is raised again. A database :class:`~django.db.OperationalError` is not recorded: it is
-    transient, and the task retries the whole job (ingest is idempotent).
+    is raised again. A deadlock is retried here, the whole job again; any other database
+    :class:`~django.db.OperationalError` is not recorded: it is transient, and the task retries the
+    whole job (ingest is idempotent).
     """
     seconds = lease_seconds()
     with Heartbeat(
@@ -95,20 +98,26 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
         # An API batch's progress is the share of its sessions committed so far.
         advance(job.bytes_total * sessions // max(of, 1) - job.bytes_done)
 
-    try:
+    def attempt() -> IngestSummary:
+        job.bytes_done = 0
         if job.kind == IngestJob.Kind.API:
-            summary = api_batch_store(job, on_step=stored)
-        else:
-            paths = [Path(p) for p in job.paths]
-            job.bytes_total = input_size(paths)
-            job.save(update_fields=["bytes_total"])
-            summary = ingest_paths(
-                paths=paths,
-                source_name=job.source_name or DEFAULT_SOURCE,
-                format=job.format or None,
-                job=job,
-                on_progress=advance,
-            )
+            return api_batch_store(job, on_step=stored)
+        paths = [Path(p) for p in job.paths]
+        job.bytes_total = input_size(paths)
+        job.save(update_fields=["bytes_total"])
+        return ingest_paths(
+            paths=paths,
+            source_name=job.source_name or DEFAULT_SOURCE,
+            format=job.format or None,
+            job=job,
+            on_progress=advance,
+        )
+
+    try:
+        # A deadlock (two ingests of one folder, a cron job beside a manual run) is run again
+        # whole: a folder is read as a stream, so a group cannot be replayed alone, and each
+        # commit has counted what it stored on the job, so the next attempt's counts add up.
+        summary = retrying(attempt)
     except (OperationalError, LeaseLost):
         raise
     except BodyRejected as rejected:
@@ -130,6 +139,40 @@ def ingest_job_fail(*, job_id: int, message: str) -> None:
     IngestJob.objects.filter(pk=job_id).exclude(status=IngestJob.Status.DONE).update(
         status=IngestJob.Status.FAILED, finished_at=timezone.now(), message=message[:2000]
     )
+
+
+LABEL_TRIES = 15
+LABEL_PAUSE_SECONDS = 1.0
+
+
+def ingest_job_database_unavailable(
+    *, job_id: int, owner: str, stopped: DatabaseUnavailable, sleep: Callable[[float], None] = time.sleep
+) -> bool:
+    """Mark ``owner``'s job failed as "database unavailable", with what it stored; ``False`` when
+    the database stayed away.
+
+    The database that stopped the job must answer the write that says so: it is tried again each
+    second for a while (a restart is back within seconds); after that the job's lease runs out and
+    the sweep marks it failed as any stopped job, its counts as its commits left them.
+    """
+    message = f"Database unavailable: {stopped.reason}. Stored before it stopped: {stopped.stored}."
+    for attempt in range(LABEL_TRIES):
+        if attempt:
+            sleep(LABEL_PAUSE_SECONDS)
+        try:
+            close_old_connections()
+            IngestJob.objects.filter(pk=job_id, claimed_by=owner[:200]).update(
+                status=IngestJob.Status.FAILED,
+                finished_at=timezone.now(),
+                claimed_by="",
+                lease_until=None,
+                message=message[:2000],
+            )
+        except DatabaseError:
+            connection.close()
+            continue
+        return True
+    return False
 
 
 def ingest_job_not_queued(*, job_id: int, reason: str) -> None:
@@ -179,6 +222,9 @@ def ingest_jobs_release_lapsed() -> list[int]:
             lapsed.update(
                 status=IngestJob.Status.FAILED,
                 finished_at=now,
-                message="The process running this ingest stopped before it finished; run it again.",
+                claimed_by="",
+                lease_until=None,
+                message="The process running this ingest stopped before it finished; what it had "
+                "stored is counted here and kept. Run it again to store the rest.",
             )
     return released

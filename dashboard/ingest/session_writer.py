@@ -74,9 +74,12 @@ def write_session(
     hours: set[datetime] = set()
 
     previous: EventRecord | None = None
+    stored_last = last_seq
+    read_last: int | None = None
     for item in imported.items:
         if isinstance(item, EventRecord):
             previous = item
+            read_last = item.seq if read_last is None else max(read_last, item.seq)
             if last_seq is not None and item.seq <= last_seq:
                 repeats.add(item)
             else:
@@ -113,8 +116,13 @@ def write_session(
     if created or added_events:
         # Only a change to the stored log can change whether it folds; a bad copy that added nothing
         # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
-        session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
-    session.crash_tail = imported.crash_tail or session.crash_tail
+        session.unfoldable = imported.unfoldable or session.unfoldable
+    _crash_tail_update(
+        session,
+        imported,
+        summary,
+        read_through=stored_last is None or (read_last is not None and read_last >= stored_last),
+    )
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at
     session_refresh_summary(
@@ -183,6 +191,23 @@ class RepeatedEvents:
         if filled:
             ProjectionRow.objects.filter(session=self.session, seq__gte=min(filled)).delete()
         self.pending.clear()
+
+
+def _crash_tail_update(
+    session: Session, imported: SessionImport, summary: IngestSummary, *, read_through: bool
+) -> None:
+    """Note a cut last record (held back, not stored) on the ingest and the session; clear the
+    session's note once a copy that reads through its stored end has none (the line was finished).
+
+    A cut last line is what a crash or a copy taken mid-write leaves; it was dropped while the
+    summary said "0 errors, 0 notices", and its note stayed on the session after the file was whole.
+    """
+    if imported.crash_tail:
+        reason = f"{imported.crash_tail}: held back, not stored; ingest the file again once it is complete"
+        summary.notices.append(LineNotice(imported.path, None, "crash tail", reason))
+        session.crash_tail = imported.crash_tail
+    elif read_through:
+        session.crash_tail = ""
 
 
 def _session_fields(imported: SessionImport) -> dict[str, object]:

@@ -29,6 +29,8 @@ class IngestSummary:
     """Sessions this ingest added or updated: what its job links to."""
     followups_pending: list[int] = field(default_factory=list)
     """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
+    committed: dict[str, int] = field(default_factory=dict)
+    """The added counts as of the last commit (:meth:`note_committed`): what is stored for sure."""
 
     @property
     def sessions(self) -> int:
@@ -53,3 +55,41 @@ class IngestSummary:
             "errors": len(self.errors),
             "notices": len(self.notices),
         }
+
+    def added_counts(self) -> dict[str, int]:
+        """The counts of rows written: sessions added and updated, events and requests added."""
+        return {
+            "sessions_added": self.sessions_added,
+            "sessions_updated": self.sessions_updated,
+            "events_added": self.events_added,
+            "requests_added": self.requests_added,
+        }
+
+    def note_committed(self) -> None:
+        """Record that everything counted so far is committed."""
+        self.committed = self.added_counts()
+
+    def stored_text(self) -> str:
+        """What was committed, in words: "12 sessions (10 new, 2 updated), 4,000 events, 120 requests"."""
+        done = self.committed or dict.fromkeys(self.added_counts(), 0)
+        sessions = done["sessions_added"] + done["sessions_updated"]
+        return (
+            f"{sessions:,} sessions ({done['sessions_added']:,} new, {done['sessions_updated']:,} updated), "
+            f"{done['events_added']:,} events, {done['requests_added']:,} requests"
+        )
+
+    def include_earlier(self, earlier: dict[str, int]) -> None:
+        """Count, with this attempt of a job, what its earlier attempts committed (``earlier``, as
+        :meth:`added_counts` gives it).
+
+        This attempt found those rows stored and counted them as duplicates (its sessions as
+        unchanged): they were the job's own, so they move back to what it added.
+        """
+        self.duplicate_events = max(0, self.duplicate_events - earlier["events_added"])
+        self.duplicate_requests = max(0, self.duplicate_requests - earlier["requests_added"])
+        stored_before = earlier["sessions_added"] + earlier["sessions_updated"]
+        self.sessions_unchanged = max(0, self.sessions_unchanged - stored_before)
+        self.sessions_added += earlier["sessions_added"]
+        self.sessions_updated += earlier["sessions_updated"]
+        self.events_added += earlier["events_added"]
+        self.requests_added += earlier["requests_added"]

@@ -6,6 +6,7 @@ import them.
 
 from __future__ import annotations
 
+import errno
 import shutil
 import uuid
 import zipfile
@@ -28,6 +29,14 @@ from dashboard.ingest.upload_contents import (
     no_logs_reason,
 )
 from dashboard.models import IngestJob, IngestNotice
+
+NO_SPACE = "no space left on the data folder"
+"""What an upload or a batch that filled the disk is told; the operator frees space or grows it."""
+
+
+def is_disk_full(error: OSError) -> bool:
+    """Whether ``error`` is the file system out of space (or of the user's quota)."""
+    return error.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 class UploadRejected(ValueError):
@@ -72,7 +81,8 @@ def upload_create_job(
 
     Empty files, and files in an archive not named like logs, are skipped, each with a notice on the
     job. A file that does not read as a log refuses the whole upload, naming each such file and why;
-    so does an upload with nothing left to ingest. No job is left behind by any refusal.
+    so does an upload with nothing left to ingest, or one the data folder has no room for. No job,
+    and no file, is left behind by any refusal.
     """
     if not files:
         raise UploadRejected("choose at least one file to upload")
@@ -98,6 +108,15 @@ def upload_create_job(
                 raise UploadRejected(*saved.contents.refused)
             if not saved.files:
                 raise UploadRejected("nothing to ingest: every file is empty")
+        except OSError as error:
+            # The job row rolls back with the transaction and the folder goes: no half-written file
+            # is left for an ingest to read as a cut log.
+            shutil.rmtree(folder, ignore_errors=True)
+            if is_disk_full(error):
+                raise UploadRejected(
+                    f"{NO_SPACE}: nothing was saved; free some space and upload again"
+                ) from None
+            raise
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

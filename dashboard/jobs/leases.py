@@ -74,9 +74,10 @@ class Heartbeat:
                 close_old_connections()
                 try:
                     held = self._renew()
-                except DatabaseError:
+                except DatabaseError as error:
                     # A database that is busy or restarting: the lease is not lost, try again soon.
-                    log.warning("could not renew a job lease; trying again", exc_info=True)
+                    # One line, not a traceback: a command prints its own line for a database gone.
+                    log.warning("could not renew a job lease, trying again: %s", str(error).split("\n")[0])
                     continue
                 if not held:
                     self.lost = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.urls import reverse
 
 from dashboard.models.sessions import Session
@@ -121,8 +122,20 @@ class FoldRun(models.Model):
 
     objects = FoldRunQuerySet.as_manager()
 
+    UNFINISHED = ("queued", "running", "not_queued")
+    """A run that has work left: queued, running, or waiting for an operator's resume."""
+
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # A double-click on "Re-fold" started two identical runs that both did the whole work.
+            # One unfinished run of a comparison over every session; one over chosen sessions is free.
+            models.UniqueConstraint(
+                fields=["key", "from_version", "to_version"],
+                condition=Q(status__in=("queued", "running", "not_queued"), session_ids__isnull=True),
+                name="fold_run_one_unfinished_fleet_run",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"re-fold #{self.pk} {self.key} v{self.from_version}→v{self.to_version} {self.status}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -47,6 +47,18 @@ class RefoldError(ValueError):
     """A re-fold that cannot be started: an unknown key or version, or unknown sessions."""
 
 
+class RefoldUnderway(RefoldError):
+    """The same comparison over every session is already queued, running or waiting: ``run``."""
+
+    def __init__(self, run: FoldRun) -> None:
+        comparison = f"{run.key} v{run.from_version}→v{run.to_version}"
+        super().__init__(
+            f"re-fold #{run.pk} of {comparison} is {run.get_status_display().lower()}: "
+            f"follow it, or carry it on with --resume {run.pk}"
+        )
+        self.run = run
+
+
 def fold_run_create(
     *,
     key: str,
@@ -55,7 +67,10 @@ def fold_run_create(
     session_ids: Iterable[int] | None = None,
     created_by: Any = None,
 ) -> FoldRun:
-    """A queued run over ``session_ids`` (every session stored now when ``None``)."""
+    """A queued run over ``session_ids`` (every session stored now when ``None``).
+
+    Raises :class:`RefoldUnderway` when the same comparison over every session is unfinished.
+    """
     for version in (from_version, to_version):
         try:
             get_projection(key, version)
@@ -73,15 +88,26 @@ def fold_run_create(
     else:
         total = Session.objects.count()
         last = Session.objects.aggregate(last=Max("pk"))["last"] or 0
-    return FoldRun.objects.create(
-        key=key,
-        from_version=from_version,
-        to_version=to_version,
-        session_ids=selected,
-        last_session_id=last,
-        sessions_total=total,
-        created_by=created_by,
-    )
+    try:
+        with transaction.atomic():
+            return FoldRun.objects.create(
+                key=key,
+                from_version=from_version,
+                to_version=to_version,
+                session_ids=selected,
+                last_session_id=last,
+                sessions_total=total,
+                created_by=created_by,
+            )
+    except IntegrityError:
+        # The constraint, not a look first: two clicks a few milliseconds apart both look and find none.
+        underway = FoldRun.objects.filter(
+            key=key, from_version=from_version, to_version=to_version, session_ids__isnull=True
+        ).filter(status__in=FoldRun.UNFINISHED)
+        run = underway.order_by("pk").first()
+        if run is None:
+            raise
+        raise RefoldUnderway(run) from None
 
 
 def fold_run_claim(*, run_id: int, owner: str, resume: bool = False) -> bool:

@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 from dashboard.access.roles import OPERATOR, has_role
 from dashboard.models import FoldRun, FoldRunResult
 from dashboard.refold.report import fold_run_report
-from dashboard.refold.runs import RefoldError, fold_run_create, fold_run_resume
+from dashboard.refold.runs import RefoldError, RefoldUnderway, fold_run_create, fold_run_resume
 from dashboard.refold.tally import VersionTally, projection_tallies
 from dashboard.web.htmx import HtmxHttpRequest
 from projections.folds.registry import defined_versions, live_versions
@@ -143,6 +143,10 @@ def _start_run(request: HttpRequest) -> HttpResponse:
             run = fold_run_create(
                 key=key, from_version=from_version, to_version=to_version, created_by=request.user
             )
+        except RefoldUnderway as underway:
+            # A second click, or another operator's: show the run already doing this work.
+            messages.info(request, f"Re-fold #{underway.run.pk} of this comparison is under way already.")
+            return redirect(underway.run)
         except RefoldError as error:
             form.add_error(None, str(error))
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from django.db.models import Max, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
@@ -36,9 +37,16 @@ EXPORT_COLUMNS = (
 CHUNK = 1000
 
 
-def export_rows(filters: SessionFilters) -> Iterator[dict[str, Any]]:
-    """Every session the filters select, in the list's order, one dict per row, a chunk at a time."""
+def exported(filters: SessionFilters, *, up_to: int | None = None) -> QuerySet[Session]:
+    """The sessions the filters select, in the list's order; only those stored by ``up_to`` (an
+    id), so the count sent first and the rows sent after it agree while ingests go on."""
     sessions = filters.ordered(Session.objects.select_related("source", "parent"))
+    return sessions if up_to is None else sessions.filter(pk__lte=up_to)
+
+
+def export_rows(filters: SessionFilters, *, up_to: int | None = None) -> Iterator[dict[str, Any]]:
+    """Every session the filters select, in the list's order, one dict per row, a chunk at a time."""
+    sessions = exported(filters, up_to=up_to)
     chunk: list[Session] = []
     for session in sessions.iterator(chunk_size=CHUNK):
         chunk.append(session)
@@ -77,10 +85,12 @@ def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
 @require_GET
 def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     filters = SessionFilters.from_query(request.GET)
+    up_to = Session.objects.aggregate(last=Max("pk"))["last"] or 0
     return export_response(
         fmt=fmt,
         name="sessions",
         errors=filters.errors,
         columns=EXPORT_COLUMNS,
-        rows=lambda: export_rows(filters),
+        rows=lambda: export_rows(filters, up_to=up_to),
+        count=lambda: exported(filters, up_to=up_to).order_by().count(),
     )

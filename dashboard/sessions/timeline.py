@@ -17,6 +17,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 PREVIEW_CHARS = 600
+RAW_CHARS = 20_000
+"""Characters of an event's raw JSON the page shows; the rest is a link away. One 50 MB message
+made a 50 MB session page."""
 CHUNK = "assistant/chunk"
 CONVERSATION = {
     "user/message": ("user", "User"),
@@ -258,3 +261,12 @@ def _preview(text: str) -> str:
 def raw_json(event: EventRow) -> str:
     """An event's data as indented JSON, for its raw view; the template escapes it."""
     return json.dumps(event.data, ensure_ascii=False, indent=1, sort_keys=False, default=str)
+
+
+def raw_json_shown(event: EventRow) -> tuple[str, int]:
+    """:func:`raw_json` as the page shows it: at most :data:`RAW_CHARS`, and how many characters
+    were left out (0 when none)."""
+    text = raw_json(event)
+    if len(text) <= RAW_CHARS:
+        return text, 0
+    return text[:RAW_CHARS] + "…", len(text) - RAW_CHARS

@@ -7,7 +7,7 @@ from typing import Any
 
 from dashboard.models import Event, Session
 from dashboard.models.sessions import EVENTS_PER_PAGE
-from dashboard.sessions.timeline import raw_json, timeline_items
+from dashboard.sessions.timeline import raw_json_shown, timeline_items
 
 ITEMS_PER_PAGE = 50
 """Conversation items a page shows at most, however few events they fold (a page also stops after
@@ -30,7 +30,7 @@ def events_page(*, session: Session, start: int, event_type: str) -> dict[str, A
         following = items.pop().seq
     for item in items:
         for event in item.events:
-            event.raw = raw_json(event)  # type: ignore[attr-defined]
+            event.raw, event.raw_cut = raw_json_shown(event)  # type: ignore[attr-defined]
     types = Event.objects.filter(session=session).order_by("type").values_list("type", flat=True).distinct()
     return {
         "timeline": items,

@@ -1,16 +1,17 @@
-"""The session page's event timeline (a page of events read as a conversation, with "more") and its
-host notes (the host's own cache log lines, searchable)."""
+"""The session page's event timeline (a page of events read as a conversation, with "more"), one
+event's whole JSON where the timeline cuts it, and its host notes (the host's own cache log lines,
+searchable)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from dashboard.models import HostNote, Session
+from dashboard.models import Event, HostNote, Session
 from dashboard.models.sessions import EVENTS_PER_PAGE
 from dashboard.sessions.timeline_page import events_page
 from dashboard.web.query_params import text_param
@@ -45,6 +46,13 @@ def session_events_hx(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {"session": session, **events_context(session, request.GET)}
     partial = "timeline-page" if request.GET.get("more") else "event-timeline"
     return render(request, f"{TIMELINE_TEMPLATE}#{partial}", context)
+
+
+@require_GET
+def session_event_json(request: HttpRequest, session_id: int, seq: int) -> JsonResponse:
+    """One event's data, whole, as JSON: where the timeline's cut raw view links."""
+    event = get_object_or_404(Event, session_id=session_id, seq=seq)
+    return JsonResponse(event.data, safe=False, json_dumps_params={"ensure_ascii": False, "indent": 1})
 
 
 def host_notes_context(session: Session, params: QueryDict) -> dict[str, Any]:

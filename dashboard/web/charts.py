@@ -8,11 +8,23 @@ module, ``dashboard.sessions.breakdown_chart``, and so do the overview's charts 
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 Figure = dict[str, Any]
+
+
+def plotly_text(text: str) -> str:
+    """``text`` as Plotly shows it literally in a trace name, a legend or a hovertemplate.
+
+    Plotly reads a few HTML tags there (``<b>``, ``<a href>``), fills ``%{...}`` fields in a
+    template and decodes entities, so a source name such as ``<a href=...>`` or ``%{y}`` from the
+    command line would draw a link or a figure; as entities it draws as written.
+    """
+    return html.escape(text, quote=False).replace("%", "&#37;")
+
 
 READ_COLOUR = "#2f8f5b"
 WRITE_COLOUR = "#d08a1e"

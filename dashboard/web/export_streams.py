@@ -13,6 +13,9 @@ from django.http import Http404, HttpResponse, HttpResponseBadRequest, Streaming
 from django.utils import timezone
 
 EXPORT_FORMATS = ("csv", "json")
+ROWS_HEADER = "X-Cachescope-Rows"
+"""How many rows the export holds, counted before the first is sent: a client that reads fewer
+(a proxy or a worker timeout cut the stream) can tell its file is not whole."""
 
 FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 """What a spreadsheet reads as the start of a formula, with the full-width forms (U+FF1D, U+FF0B,
@@ -68,12 +71,14 @@ def export_response(
     errors: Mapping[str, str],
     columns: Sequence[str],
     rows: Callable[[], Iterable[dict[str, Any]]],
+    count: Callable[[], int] | None = None,
 ) -> HttpResponse | StreamingHttpResponse:
     """The streamed download ``cachescope-<name>-<UTC time>.<fmt>`` of ``rows()``, or the answer
     instead: 404 for a format other than CSV or JSON, 400 naming every bad filter in ``errors``.
 
     A list whose filter could not be read is refused rather than exported without it, which would
-    hold more than was asked for. ``rows`` is called only once the export goes ahead.
+    hold more than was asked for. ``rows`` is called only once the export goes ahead; ``count()``,
+    the rows it will yield, is sent first as :data:`ROWS_HEADER`.
     """
     if fmt not in EXPORT_FORMATS:
         raise Http404(f"no export format {fmt!r}")
@@ -85,6 +90,8 @@ def export_response(
         response = StreamingHttpResponse(csv_lines(columns, rows()), content_type="text/csv; charset=utf-8")
     else:
         response = StreamingHttpResponse(json_array(rows()), content_type="application/json")
+    if count is not None:
+        response[ROWS_HEADER] = str(count())
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = f'attachment; filename="cachescope-{name}-{stamp}.{fmt}"'
     return response

@@ -2,8 +2,9 @@
 
 A range ends at the newest data, not at the wall clock, so a fleet whose logs stopped a week ago
 still opens on its last 30 days. Buckets are hours up to two days, days up to 90 days and weeks
-(starting Monday, UTC) beyond, so a chart holds at most about a hundred bars or points whatever
-the range.
+(starting Monday, UTC) beyond; "all" coarsens to calendar months and then years until it holds at
+most :data:`MAX_BUCKETS`, so a chart carries a few hundred bars or points whatever the history: a
+chart of every week since 1970 zero-filled thousands of buckets per source.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ RANGE_LABELS = {"24h": "24 hours", "7d": "7 days", "30d": "30 days", "90d": "90 
 
 HOURLY_UP_TO = timedelta(days=2)
 DAILY_UP_TO = timedelta(days=90)
+MAX_BUCKETS = 200
+"""The most buckets of "all": weeks up to about four years, months up to about sixteen, years beyond."""
 
 
 class Step(StrEnum):
@@ -33,10 +36,25 @@ class Step(StrEnum):
     HOUR = "hour"
     DAY = "day"
     WEEK = "week"
+    MONTH = "month"
+    YEAR = "year"
 
     @property
     def width(self) -> timedelta:
-        return {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}[self.value]
+        """The bucket's length; for a month or a year, the longest one (calendar buckets vary)."""
+        return _WIDTHS[self.value]
+
+    @property
+    def coarser(self) -> Step | None:
+        """The next wider step, ``None`` after a year."""
+        order = list(Step)
+        index = order.index(self)
+        return order[index + 1] if index + 1 < len(order) else None
+
+    @property
+    def sums_days(self) -> bool:
+        """Whether its buckets are summed from the daily rollups rather than read as they are."""
+        return self not in (Step.HOUR, Step.DAY)
 
     def floor(self, moment: datetime) -> datetime:
         """The start of the bucket ``moment`` falls in (UTC)."""
@@ -46,7 +64,33 @@ class Step(StrEnum):
         day = hour.replace(hour=0)
         if self is Step.DAY:
             return day
-        return day - timedelta(days=day.weekday())
+        if self is Step.WEEK:
+            return day - timedelta(days=day.weekday())
+        if self is Step.MONTH:
+            return day.replace(day=1)
+        return day.replace(month=1, day=1)
+
+    def next(self, start: datetime) -> datetime:
+        """The start of the bucket after the one starting at ``start``."""
+        if self is Step.MONTH:
+            return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+        if self is Step.YEAR:
+            return start.replace(year=start.year + 1)
+        return start + self.width
+
+    def count(self, span: timedelta) -> int:
+        """About how many buckets of this step ``span`` holds (at least one)."""
+        return max(1, -(-span // _MEAN_WIDTHS.get(self.value, self.width)))
+
+
+_WIDTHS = {
+    "hour": timedelta(hours=1),
+    "day": timedelta(days=1),
+    "week": timedelta(days=7),
+    "month": timedelta(days=31),
+    "year": timedelta(days=366),
+}
+_MEAN_WIDTHS = {"month": timedelta(days=30.44), "year": timedelta(days=365.25)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +108,11 @@ class TimeWindow:
         starts, moment = [], self.start
         while moment < self.end:
             starts.append(moment)
-            moment += self.step.width
+            moment = self.step.next(moment)
         return starts
 
     def bucket_end(self, start: datetime) -> datetime:
-        return start + self.step.width
+        return self.step.next(start)
 
 
 def range_name(raw: str | None) -> str:
@@ -85,17 +129,26 @@ def step_for(span: timedelta) -> Step:
     return Step.WEEK
 
 
+def all_step_for(span: timedelta) -> Step:
+    """The step of "all" over ``span``: as fine as a fixed range of its length, then coarser until
+    the span holds at most :data:`MAX_BUCKETS`."""
+    step = step_for(span)
+    while step.count(span) > MAX_BUCKETS and step.coarser is not None:
+        step = step.coarser
+    return step
+
+
 def time_window(name: str, *, oldest: datetime | None, newest: datetime | None) -> TimeWindow | None:
     """The window of range ``name`` ending with the bucket of the newest data; ``None`` without data.
 
-    ``all`` spans from the oldest data; its step follows its length like the fixed ranges' do.
+    ``all`` spans from the oldest data; its step follows its length (:func:`all_step_for`).
     """
     if oldest is None or newest is None:
         return None
     length = RANGES[range_name(name)]
     span = length if length is not None else max(newest - oldest, timedelta(hours=1))
-    step = step_for(span)
-    end = step.floor(newest) + step.width
+    step = step_for(span) if length is not None else all_step_for(span)
+    end = step.next(step.floor(newest))
     start = step.floor(oldest) if length is None else step.floor(end - length)
     return TimeWindow(name=range_name(name), start=start, end=end, step=step)
 

@@ -90,13 +90,14 @@ def test_unstorable_characters_are_stored_as_replacement_characters(name: str, t
     assert Event.objects.filter(session__external_id=case.external_id).count() == 5
 
 
-def test_an_unknown_version_alone_is_kept_as_a_session_showing_its_error(tmp_path: Path) -> None:
+def test_an_unknown_version_alone_is_refused_and_stores_no_session(tmp_path: Path) -> None:
     case = CASES["unknown-version"](tmp_path)
     summary = _ingest(case.path)
-    assert [e.field for e in summary.errors] == ["session"]
-    session = Session.objects.get(external_id=case.external_id)
-    assert "version: unsupported header version 7" in session.unfoldable
-    assert not Event.objects.filter(session=session).exists()
+    [error] = summary.errors
+    assert error.field == "session"
+    assert "version: unsupported header version 7" in error.reason
+    assert (summary.sessions_added, summary.session_ids) == (0, [])
+    assert not Session.objects.filter(external_id=case.external_id).exists()
 
 
 @pytest.mark.parametrize("name", ["replace-no-claim", "claim-other-range"])
@@ -176,3 +177,26 @@ def test_an_upload_with_a_traversing_zip_creates_no_job(tmp_path: Path) -> None:
     with pytest.raises(UploadRejected):
         upload_create_job(files=[upload], source_name="laptop", format=None, user=None)
     assert not IngestJob.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("export.jsonl", b"session,seq,type\ns1,0,user/message\n"),
+        ("core.jsonl", bytes(range(256)) * 8),
+    ],
+    ids=["csv", "binary"],
+)
+def test_a_refused_file_in_a_folder_is_an_error_and_stores_no_session(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / name).write_bytes(data)
+
+    summary = _ingest(folder)
+
+    [error] = summary.errors
+    assert error.path == str(folder / name)
+    assert (summary.sessions_added, summary.session_ids) == (0, [])
+    assert not Session.objects.exists()

@@ -17,8 +17,10 @@ from dashboard.access.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC = {"login", "logout", "favicon"}
-"""The sign-in pages, which must be reachable without a session, and the icon a browser shows on them."""
+PUBLIC = {"login", "logout", "favicon", "healthz"}
+"""The sign-in pages, which must be reachable without a session, the icon a browser shows on them,
+and the health check a load balancer reads (its state words name nothing; its details need the
+health token: tests/dashboard/test_health.py)."""
 API = {"api_ingest", "api_batches", "api_batch", "otlp_logs", "otlp_traces", "otlp_metrics", "metrics"}
 """Routes that authenticate by bearer token and answer 401 instead of redirecting."""
 ADMIN_PREFIX = "manage/"
@@ -100,6 +102,11 @@ ROW_FACTORIES: dict[str, Callable[[], int | str]] = {
     "alert_id": _alert,
     "rule_id": lambda: models.AlertRule.objects.create(name="house rule").pk,
     "fmt": lambda: "csv",
+    "seq": lambda: (
+        models.Event.objects.get_or_create(
+            session=_session(), seq=0, defaults={"type": "user/message", "data": {}}
+        )[0].seq
+    ),
 }
 
 

@@ -21,6 +21,7 @@ from dashboard.ingest.jobs import (
     ingest_job_retryable,
     ingest_job_run,
 )
+from dashboard.jobs.leases import LeaseLost
 from dashboard.models import Event, IngestJob, Request, Source
 from dashboard.worker.tasks import ingest_job_enqueue, jobs_take_over
 from tests.dashboard.logs import dsh_lines
@@ -291,3 +292,36 @@ def test_a_batch_s_progress_moves_as_each_step_of_sessions_is_committed(
     assert seen == [40, 80, 99]
     job.refresh_from_db()
     assert (job.status, job.percent, job.sessions_added) == (IngestJob.Status.DONE, 100, 5)
+
+
+def test_a_batch_taken_over_midway_answers_every_session_accepted_and_none_duplicate(
+    client: Client, secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api_ingest, "STEP_SESSIONS", 2)
+    body = ndjson([line for name in ("a", "b", "c", "d") for line in dsh_lines(name, turns=2)])
+    job = api_batch_create(
+        stream=io.BytesIO(body),
+        content_length=len(body),
+        content_encoding="",
+        source=Source.objects.get(name="farm"),
+        label="batch",
+    )
+    assert ingest_job_claim(job_id=job.pk, owner="worker-1")
+
+    def killed_after_the_first_step(running: IngestJob) -> None:
+        raise LeaseLost("the worker stalled and its job was taken over")
+
+    with pytest.raises(LeaseLost):
+        ingest_job_run(job_id=job.pk, owner="worker-1", on_progress=killed_after_the_first_step)
+    assert IngestJob.objects.get(pk=job.pk).events_added == 10  # the first step's, committed
+    _lapse(job)
+    assert jobs_take_over() == 1
+
+    answer = poll(client, secret, f"{BATCHES}/{job.pk}").json()
+    assert (answer["status"], answer["sessions"], answer["accepted"], answer["duplicates"]) == (
+        "done",
+        4,
+        20,
+        0,
+    )
+    assert Event.objects.count() == 20

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
+from dashboard.ingest import files as ingest_files
 from dashboard.ingest import jobs as ingest_jobs
 from dashboard.ingest.jobs import ingest_job_run
 from dashboard.jobs.leases import Heartbeat, LeaseLost
@@ -228,3 +229,77 @@ def test_only_the_owner_of_a_running_job_can_give_it_back(dsh_log: Path) -> None
     assert IngestJob.objects.release(job_id=job.pk, owner="task-a")
     job.refresh_from_db()
     assert (job.status, job.claimed_by, job.lease_until) == ("queued", "", None)
+
+
+def _four_sessions(root: Path) -> Path:
+    folder = Path(settings.DATA_DIR) / "uploads-test" / root.name
+    for name in ("a", "b", "c", "d"):
+        write_dsh_log(folder / name / "session.jsonl", session_id=name, turns=2)
+    return folder
+
+
+def _stopped_after_its_first_commit(job: IngestJob, owner: str) -> None:
+    """Run the job until its second group, then stop as a worker whose lease was taken over."""
+    finished: list[int] = []
+
+    def stop_in_the_second_group(current: IngestJob) -> None:
+        finished.append(current.bytes_done)
+        if len(finished) == 3:  # the third file: the first group (a, b) has committed
+            raise LeaseLost("taken over")
+
+    with pytest.raises(LeaseLost):
+        ingest_job_run(job_id=job.pk, owner=owner, on_progress=stop_in_the_second_group)
+
+
+@pytest.mark.django_db
+def test_a_job_s_row_counts_what_it_committed_before_its_worker_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest_files, "GROUP_SESSIONS", 2)
+    job = IngestJob.objects.create(
+        kind=IngestJob.Kind.UPLOAD, source_name="laptop", paths=[str(_four_sessions(tmp_path))]
+    )
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+
+    _stopped_after_its_first_commit(job, "task-a")
+
+    job.refresh_from_db()
+    assert (job.status, job.sessions_added, job.events_added) == ("running", 2, 10)
+    assert sorted(job.sessions.values_list("external_id", flat=True)) == ["a", "b"]
+    assert Session.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_job_taken_over_counts_across_its_attempts_and_calls_none_of_its_own_rows_duplicates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest_files, "GROUP_SESSIONS", 2)
+    job = IngestJob.objects.create(
+        kind=IngestJob.Kind.UPLOAD, source_name="laptop", paths=[str(_four_sessions(tmp_path))]
+    )
+    IngestJob.objects.claim(job_id=job.pk, owner="task-a", lease_seconds=LEASE)
+    _stopped_after_its_first_commit(job, "task-a")
+    IngestJob.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert IngestJob.objects.claim(job_id=job.pk, owner="task-b", lease_seconds=LEASE)
+
+    summary = ingest_job_run(job_id=job.pk, owner="task-b")
+
+    job.refresh_from_db()
+    assert (summary.sessions_added, summary.sessions_unchanged, summary.duplicates) == (4, 0, 0)
+    assert (job.status, job.sessions_added, job.events_added, job.duplicates) == ("done", 4, 20, 0)
+    assert (job.claimed_by, job.sessions.count()) == ("task-b", 4)
+
+
+@pytest.mark.django_db
+def test_a_lapsed_command_job_keeps_its_counts_and_names_no_dead_owner(tmp_path: Path) -> None:
+    job = IngestJob.objects.create(
+        kind=IngestJob.Kind.COMMAND, source_name="laptop", paths=[str(tmp_path)], events_added=6884
+    )
+    IngestJob.objects.claim(job_id=job.pk, owner="command:4242", lease_seconds=LEASE)
+    IngestJob.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+
+    assert ingest_jobs.ingest_jobs_release_lapsed() == []
+
+    job.refresh_from_db()
+    assert (job.status, job.events_added, job.claimed_by, job.lease_until) == ("failed", 6884, "", None)
+    assert "what it had stored is counted here and kept" in job.message

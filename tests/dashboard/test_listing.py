@@ -142,3 +142,10 @@ def test_the_json_export_is_one_object_per_session(viewer_client: Client) -> Non
     assert rows[1]["cache_read_tokens"] == 1000
     assert all(a["started_at"] < b["started_at"] for a, b in pairwise(rows))
     assert viewer_client.get(reverse("dashboard:sessions_export", args=["xml"])).status_code == 404
+
+
+def test_the_session_export_says_first_how_many_rows_it_holds(viewer_client: Client) -> None:
+    make_sessions(5)
+    response = viewer_client.get(reverse("dashboard:sessions_export", args=["json"]))
+    body = b"".join(response.streaming_content).decode()
+    assert int(response["X-Cachescope-Rows"]) == len(json.loads(body)) == Session.objects.count()

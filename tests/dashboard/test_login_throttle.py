@@ -119,7 +119,7 @@ def _setting(name: str, **env: str) -> str:
 def test_the_throttle_keeps_its_state_in_redis_when_the_cache_is_redis(tmp_path: Path) -> None:
     assert _setting("AXES_HANDLER", CACHESCOPE_DATA_DIR=str(tmp_path)).endswith("AxesDatabaseHandler")
     redis = _setting("AXES_HANDLER", CACHESCOPE_DATA_DIR=str(tmp_path), CACHE_URL="redis://127.0.0.1:6379/3")
-    assert redis.endswith("AxesCacheHandler")
+    assert redis.endswith("CacheOrDatabaseHandler")
 
 
 def test_a_trusted_proxy_that_is_not_an_address_stops_the_start(tmp_path: Path) -> None:

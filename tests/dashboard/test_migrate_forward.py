@@ -60,3 +60,25 @@ def test_a_database_at_the_previous_release_migrates_forward_keeping_its_rows() 
     assert apps.get_model("dashboard", "RequestAnalysis").objects.get().request_id == stored.pk
     assert apps.get_model("dashboard", "Event").objects.filter(session=session.pk).count() == 1
     assert not MigrationExecutor(connection).migration_plan(latest)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_unfinished_runs_of_one_comparison_migrate_to_one_and_a_superseded_one() -> None:
+    before = [("dashboard", "0036_request_figures_help_text")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    fold_run = executor.loader.project_state(before).apps.get_model("dashboard", "FoldRun")
+    comparison = {"key": "contextBreakdown", "from_version": 7, "to_version": 8}
+    kept = fold_run.objects.create(**comparison, status="running").pk
+    later = fold_run.objects.create(**comparison, status="queued").pk
+    chosen = fold_run.objects.create(**comparison, status="queued", session_ids=[1]).pk
+
+    latest = _latest()
+    MigrationExecutor(connection).migrate(latest)
+
+    fold_run = (
+        MigrationExecutor(connection).loader.project_state(latest).apps.get_model("dashboard", "FoldRun")
+    )
+    statuses = dict(fold_run.objects.values_list("pk", "status"))
+    assert statuses == {kept: "running", later: "failed", chosen: "queued"}
+    assert fold_run.objects.get(pk=later).message.startswith(f"Superseded by re-fold #{kept}")

@@ -253,3 +253,92 @@ def test_a_session_without_a_time_is_in_no_range_of_some_length(viewer_client: C
     listed = viewer_client.get(reverse("dashboard:sessions"), {"since": since}).content.decode()
     assert "undated" not in listed
     assert "farm-2" in listed
+
+
+def stray(moment: datetime, *, source: str = "farm") -> None:
+    """A session with one request at ``moment``, as stored before ingest kept such times unknown."""
+    stored, _ = Source.objects.get_or_create(name=source)
+    session = Session.objects.create(
+        source=stored,
+        external_id=f"stray-{moment.year}",
+        format="dsh",
+        started_at=moment,
+        last_activity=moment,
+    )
+    Request.objects.create(
+        session=session, ordinal=0, key="r0", provider="anthropic", model="claude-sonnet-4",
+        started_at=moment, uncached_input_tokens=5, cache_read_tokens=0, output_tokens=1,
+    )  # fmt: skip
+    rollups_rebuild()
+
+
+def test_rows_dated_9999_0001_and_1970_move_no_window_and_all_still_answers(viewer_client: Client) -> None:
+    fleet([0, 3, 45])
+    for moment in (
+        datetime(9999, 12, 29, tzinfo=UTC),
+        datetime(1, 1, 3, tzinfo=UTC),
+        datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC),
+    ):
+        stray(moment)
+
+    default = overview(viewer_client)["window"]
+    assert (default.start, default.end) == (
+        datetime(2026, 2, 3, tzinfo=UTC),
+        datetime(2026, 3, 5, tzinfo=UTC),
+    )
+    everything = overview(viewer_client, range="all")
+    assert everything["window"].step == "day"  # the 45 days of plausible data, not 10,000 years
+    assert everything["window"].start == datetime(2026, 1, 18, tzinfo=UTC)
+    assert everything["window"].end == datetime(2026, 3, 5, tzinfo=UTC)
+    assert everything["totals"]["requests"] == 3
+
+
+def test_all_of_a_long_history_is_cut_into_at_most_a_few_hundred_buckets(viewer_client: Client) -> None:
+    fleet([0, 3])
+    stray(datetime(2001, 5, 1, tzinfo=UTC))
+
+    context = overview(viewer_client, range="all")
+
+    assert context["window"].step == "year"
+    assert len(context["fleet_hit_rate_chart"]["data"][0]["x"]) == 26  # 2001 to 2026
+    assert context["fleet_sources_chart"]["layout"]["xaxis"]["tickformat"] == "%Y"
+
+
+def test_a_dozen_sources_chart_the_seven_largest_and_the_rest_as_one_series(viewer_client: Client) -> None:
+    for number in range(12):
+        session = fleet([0, 1], source=f"source-{number:02}")
+        # Source n sends n + 1 times the uncached input of source 0, so the largest are 11 down to 5.
+        Request.objects.filter(session=session).update(uncached_input_tokens=100 * (number + 1))
+    rollups_rebuild()
+
+    chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
+
+    names = [trace["name"] for trace in chart["data"] if trace["type"] == "bar"]
+    assert names == [f"source-{n:02} uncached" for n in range(11, 4, -1)] + ["5 other sources uncached"]
+    other = next(trace for trace in chart["data"] if trace["name"] == "5 other sources uncached")
+    assert max(value or 0 for value in other["y"]) == 100 * (1 + 2 + 3 + 4 + 5)
+    assert set(other["customdata"]) == {None}  # no one list holds what it sums
+
+
+def test_eight_sources_are_all_drawn_by_name(viewer_client: Client) -> None:
+    for number in range(8):
+        fleet([0], source=f"source-{number}")
+
+    chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
+
+    assert len(chart["data"]) == 16
+    assert not [trace for trace in chart["data"] if "other" in trace["name"]]
+
+
+def test_a_source_name_is_drawn_as_written_not_as_markup_or_a_template_field(viewer_client: Client) -> None:
+    name = '<a href="javascript:alert(1)">%{y}</a>'
+    fleet([0], source=name)
+
+    chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
+
+    for trace in chart["data"]:
+        assert "<a" not in trace["name"]
+        assert "%{y}" not in trace["name"]
+        assert trace["name"].startswith('&lt;a href="javascript:alert(1)"&gt;&#37;{y}&lt;/a&gt;')
+        assert trace["hovertemplate"].count("%{") == 2  # the chart's own fields only
+        assert "&lt;a href" in trace["hovertemplate"]

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from dashboard.models import FoldRun, ProjectionRow, Session
 from dashboard.refold.folds import fold_session
-from dashboard.refold.runs import fold_run_claim, fold_run_create, refold_run
+from dashboard.refold.runs import RefoldUnderway, fold_run_claim, fold_run_create, refold_run
 from projections.folds.registry import defined_versions, live_versions
 from tests.dashboard.test_folds import bad_claim_log, conversation, stored_session
 from tests.dashboard.test_refold import corpus, store_corpus
@@ -190,3 +190,30 @@ def test_the_session_page_says_why_a_log_is_not_folded(viewer_client: Client) ->
     text = viewer_client.get(session.get_absolute_url()).content.decode()
     assert "Not folded: seq 2: unknown event type" in text
     assert 'data-chart="breakdown-figure"' not in text
+
+
+def test_a_double_click_on_re_fold_starts_one_run_and_shows_it_to_the_second_click(
+    operator_client: Client,
+) -> None:
+    # Its task is not run here (the commit callbacks are not), so the first run is still queued.
+    first = operator_client.post(PROJECTIONS, START)
+    second = operator_client.post(PROJECTIONS, START, follow=True)
+
+    [run] = FoldRun.objects.all()
+    assert first["Location"] == run.get_absolute_url()
+    assert second.redirect_chain == [(run.get_absolute_url(), 302)]
+    assert f"Re-fold #{run.pk} of this comparison is under way already." in second.content.decode()
+
+
+def test_a_finished_run_or_one_over_chosen_sessions_does_not_hold_back_a_new_run(db: None) -> None:
+    done = finished_run()
+    again = fold_run_create(key="contextBreakdown", from_version=5, to_version=6)
+    chosen = fold_run_create(
+        key="contextBreakdown",
+        from_version=5,
+        to_version=6,
+        session_ids=[Session.objects.first().pk],  # type: ignore[union-attr]
+    )
+    assert len({done.pk, again.pk, chosen.pk}) == 3
+    with pytest.raises(RefoldUnderway, match=f"re-fold #{again.pk} of contextBreakdown v5→v6 is queued"):
+        fold_run_create(key="contextBreakdown", from_version=5, to_version=6)

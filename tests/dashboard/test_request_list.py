@@ -372,3 +372,24 @@ def test_a_deep_page_holds_its_rows_in_order_with_their_analysis(viewer_client: 
             analysis.cost,
         )
         assert row.session.source.name in ("farm", "laptop")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_an_export_says_first_how_many_rows_it_holds_and_holds_that_many_while_ingests_go_on(
+    viewer_client: Client, fmt: str
+) -> None:
+    stored = fleet(7)
+    response = viewer_client.get(reverse("dashboard:requests_export", args=[fmt]), {"source": "farm"})
+    announced = int(response["X-Cachescope-Rows"])
+    # A request stored while the download is under way is not in it: the count stays true.
+    Request.objects.create(session=stored[0].session, ordinal=99, key="late", provider="anthropic")
+
+    body = b"".join(response.streaming_content).decode()
+
+    rows = list(csv.DictReader(io.StringIO(body))) if fmt == "csv" else json.loads(body)
+    farm = Request.objects.filter(session__source__name="farm").exclude(key="late")
+    assert announced == len(rows) == farm.count()
+    assert Request.objects.get(key="late").pk not in {int(row["request_id"]) for row in rows}
+    if fmt == "json":
+        with pytest.raises(json.JSONDecodeError):  # a cut JSON download does not even parse
+            json.loads(body[: len(body) // 2])

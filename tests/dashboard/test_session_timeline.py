@@ -193,3 +193,28 @@ def test_an_instant_is_written_as_djangos_date_filter_writes_it_in_the_zone_in_f
     both = Template('{% load cachescope %}{{ m|date:"Y-m-d H:i:s" }}|{{ m|instant }}')
     with timezone.override("Asia/Kolkata"):
         assert both.render(Context({"m": moment})) == "2026-01-03 04:34:05|2026-01-03 04:34:05"
+
+
+def test_a_huge_message_is_cut_on_the_page_with_a_link_to_its_whole_json(
+    viewer_client: Client, session: Session
+) -> None:
+    huge = "0123456789" * 500_000  # a 5 MB message
+    Event.objects.create(session=session, seq=0, type="user/message", data={"content": huge, "role": "user"})
+
+    response = viewer_client.get(session.get_absolute_url())
+
+    page = response.content.decode()
+    assert len(page) < 200_000
+    link = reverse("dashboard:session_event", args=[session.pk, 0])
+    assert f'href="{link}"' in page
+    assert "more characters" in page
+    whole = viewer_client.get(link)
+    assert whole["Content-Type"] == "application/json"
+    assert whole.json()["content"] == huge
+
+
+def test_a_short_event_has_no_link_to_more(viewer_client: Client, session: Session) -> None:
+    conversation_events(session)
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+    assert "The whole event as JSON" not in page
+    assert viewer_client.get(reverse("dashboard:session_event", args=[session.pk, 99])).status_code == 404

@@ -35,7 +35,8 @@ def test_every_real_dsh_log_ingests_without_an_error_and_folds_to_what_the_harne
     for notice in summary.notices:  # allowed, and each says where and what
         assert notice.path.startswith(str(folder))
         assert notice.line
-        assert "U+FFFD" in notice.reason
+        # A character no database holds, replaced; or a snapshot's test clock, kept as unknown.
+        assert "U+FFFD" in notice.reason or "before 2000, not an agent's wall clock" in notice.reason
     logs = sorted(folder.glob("*.jsonl"))
     assert summary.sessions_added == len(logs) == 29
     for path in logs:

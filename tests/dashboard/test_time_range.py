@@ -1,4 +1,5 @@
-"""A range ends at the newest data and is cut into hours, days or weeks, never more than ~100."""
+"""A range ends at the newest data and is cut into hours, days or weeks; "all" coarsens to months
+and years, never more than a few hundred buckets."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard.web.time_range import DEFAULT_RANGE, RANGES, Step, range_name, time_window
+from dashboard.web.time_range import DEFAULT_RANGE, MAX_BUCKETS, RANGES, Step, range_name, time_window
 
 NEWEST = datetime(2026, 3, 4, 15, 42, tzinfo=UTC)  # a Wednesday afternoon
 
@@ -59,3 +60,33 @@ def test_every_range_of_a_long_history_has_at_most_a_hundred_buckets() -> None:
         window = time_window(name, oldest=NEWEST - timedelta(days=700), newest=NEWEST)
         assert window is not None
         assert len(window.buckets) <= 101, name
+
+
+def test_all_of_a_decade_is_cut_into_calendar_months() -> None:
+    window = time_window("all", oldest=NEWEST - timedelta(days=3650), newest=NEWEST)
+
+    assert window is not None
+    assert window.step is Step.MONTH
+    assert 115 <= len(window.buckets) <= 125
+    assert {(bucket.day, bucket.hour) for bucket in window.buckets} == {(1, 0)}
+    assert window.bucket_end(datetime(2025, 12, 1, tzinfo=UTC)) == datetime(2026, 1, 1, tzinfo=UTC)
+    assert window.end == datetime(2026, 4, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("oldest", [datetime(2000, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC)])
+def test_all_since_2000_or_the_epoch_is_cut_into_years_well_under_the_bound(oldest: datetime) -> None:
+    window = time_window("all", oldest=oldest, newest=NEWEST)
+
+    assert window is not None
+    assert window.step is Step.YEAR
+    assert len(window.buckets) == NEWEST.year - oldest.year + 1
+    assert window.buckets[0] == oldest
+    assert window.end == datetime(2027, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("days", [1, 50, 400, 1500, 2000, 6000, 12000])
+def test_all_of_any_history_holds_at_most_the_bound(days: int) -> None:
+    window = time_window("all", oldest=NEWEST - timedelta(days=days), newest=NEWEST)
+
+    assert window is not None
+    assert len(window.buckets) <= MAX_BUCKETS

@@ -18,6 +18,8 @@ from django.conf import settings
 from dashboard.ingest.api.body import BodyRejected, Readable, body_read
 from dashboard.ingest.api.lines import MAX_REPORTED_ERRORS, BatchLimits, StepCallback, api_ingest
 from dashboard.ingest.files import IngestSummary, ingest_job_record
+from dashboard.ingest.uploads import NO_SPACE, is_disk_full
+from dashboard.jobs.tally import job_tally_read
 from dashboard.models import IngestJob, Source
 
 BODY_NAME = "body.ndjson"
@@ -30,12 +32,12 @@ def api_batch_create(
     """Read a body, within ``CACHESCOPE_API_BATCH_MAX_BYTES``, into a new queued API job for ``source``.
 
     The body is written under the uploads folder before the job row exists, so no transaction stays
-    open while a large body arrives. Raises :class:`BodyRejected` (413, 415, 400); a refused body
-    leaves neither a file nor a job behind.
+    open while a large body arrives. Raises :class:`BodyRejected` (413, 415, 400, and 507 when the
+    data folder is full); a refused body leaves neither a file nor a job behind.
     """
     folder = Path(settings.DATA_DIR) / "uploads" / f"api-{uuid.uuid4().hex}"
-    folder.mkdir(parents=True)
     try:
+        folder.mkdir(parents=True)
         with (folder / BODY_NAME).open("wb") as out:
             body_read(
                 stream=stream,
@@ -47,16 +49,22 @@ def api_batch_create(
         size = (folder / BODY_NAME).stat().st_size
         if not size:
             raise BodyRejected(400, "body is not NDJSON: it is empty")
+        # In the try: a database gone before the job row is written leaves no body behind either.
+        return IngestJob.objects.create(
+            kind=IngestJob.Kind.API,
+            label=label[:500],
+            source_name=source.name,
+            paths=[str(folder)],
+            bytes_total=size,
+        )
+    except OSError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        if is_disk_full(error):
+            raise BodyRejected(507, f"{NO_SPACE}; nothing was saved: send this batch again later") from None
+        raise
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return IngestJob.objects.create(
-        kind=IngestJob.Kind.API,
-        label=label[:500],
-        source_name=source.name,
-        paths=[str(folder)],
-        bytes_total=size,
-    )
 
 
 def api_batch_store(job: IngestJob, *, on_step: StepCallback) -> IngestSummary:
@@ -65,8 +73,12 @@ def api_batch_store(job: IngestJob, *, on_step: StepCallback) -> IngestSummary:
     Raises :class:`BodyRejected` when the batch passes the batch limits or holds no JSON object.
     """
     source, _ = Source.objects.get_or_create(name=job.source_name)
+    # What the job's earlier attempts committed (a worker killed mid-batch, a database restart).
+    earlier = job_tally_read(job_id=job.pk)
     with (Path(job.paths[0]) / BODY_NAME).open("rb") as body:
-        result = api_ingest(body=body, source=source, limits=BatchLimits.for_batches(), on_step=on_step)
+        result = api_ingest(
+            body=body, source=source, limits=BatchLimits.for_batches(), on_step=on_step, job_id=job.pk
+        )
     summary = IngestSummary(
         sessions_added=result.summary.sessions_added,
         sessions_updated=result.summary.sessions_updated,
@@ -79,6 +91,7 @@ def api_batch_store(job: IngestJob, *, on_step: StepCallback) -> IngestSummary:
         notices=result.notices,
         changed_session_ids=result.summary.changed_session_ids,
     )
+    summary.include_earlier(earlier)
     ingest_job_record(job, summary)
     return summary
 

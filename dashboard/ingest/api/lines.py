@@ -34,6 +34,7 @@ from dashboard.ingest.api.body import BodyRejected
 from dashboard.ingest.blocks import BlockStore
 from dashboard.ingest.files import IngestSummary, ingest_session, link_parents
 from dashboard.ingest.followups import followups_gathered
+from dashboard.jobs.tally import job_tally_add
 from dashboard.models import Source
 from dashboard.storage.db_retry import retrying
 from projections.formats.dsh.sessions import FORMAT as DSH_FORMAT
@@ -139,6 +140,7 @@ def api_ingest(
     source: Source,
     limits: BatchLimits | None = None,
     on_step: StepCallback | None = None,
+    job_id: int | None = None,
 ) -> ApiIngestResult:
     """Store every session of an NDJSON ``body`` for ``source``.
 
@@ -149,7 +151,8 @@ def api_ingest(
 
     Without ``on_step`` the body is one commit. With it (a background batch) it is committed
     :data:`STEP_SESSIONS` sessions at a time and ``on_step`` is called after each commit, so the
-    progress is visible to others; each session is stored exactly as in one commit.
+    progress is visible to others; each session is stored exactly as in one commit. Each step's
+    counts are added to job ``job_id``, when given, in the step's own transaction.
     """
     read = _read_body(body, f"api/{source.name}", limits or BatchLimits.from_settings())
     # Sessions are written in the order of their ids, so two batches that share sessions lock them in
@@ -159,7 +162,7 @@ def api_ingest(
         if on_step is None:
             summary = retrying(lambda: pending_store(pending, source))
         else:
-            summary = _store_in_steps(pending, source, on_step)
+            summary = _store_in_steps(pending, source, on_step, job_id)
     summary.followups_pending.extend(gathered.refused)
     return ApiIngestResult(
         summary=summary,
@@ -170,8 +173,9 @@ def api_ingest(
     )
 
 
-def pending_store(pending: list[PendingSession], source: Source) -> IngestSummary:
+def pending_store(pending: list[PendingSession], source: Source, job_id: int | None = None) -> IngestSummary:
     """Write the sessions in one transaction, each in its own savepoint; a retry starts afresh.
+    What they added is counted on job ``job_id``, when given, in the same transaction.
 
     Sessions are written in the order given: callers sort them by id, so two batches that share
     sessions lock them in the same order.
@@ -188,14 +192,22 @@ def pending_store(pending: list[PendingSession], source: Source) -> IngestSummar
         # Each bucket once for the batch, in its transaction: the sums commit with the requests.
         rollups.refresh()
         link_parents(source)
+        if job_id is not None:
+            job_tally_add(
+                job_id=job_id, counts=summary.added_counts(), session_ids=summary.changed_session_ids
+            )
+    summary.note_committed()
     return summary
 
 
-def _store_in_steps(pending: list[PendingSession], source: Source, on_step: StepCallback) -> IngestSummary:
+def _store_in_steps(
+    pending: list[PendingSession], source: Source, on_step: StepCallback, job_id: int | None
+) -> IngestSummary:
     total = IngestSummary()
     for start in range(0, len(pending), STEP_SESSIONS):
         step = pending[start : start + STEP_SESSIONS]
-        _add_summary(total, retrying(partial(pending_store, step, source)))
+        _add_summary(total, retrying(partial(pending_store, step, source, job_id)))
+        total.note_committed()
         on_step(start + len(step), len(pending))
     return total
 

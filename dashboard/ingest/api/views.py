@@ -22,6 +22,7 @@ from dashboard.ingest.api.http import (
     BROKER_RETRY_AFTER_SECONDS,
     REALM,
     bearer_secret,
+    database_down_as_503,
     request_body_stream,
     request_content_length,
 )
@@ -88,6 +89,7 @@ def _post_admitted(request: HttpRequest, *, nothing_kept: str) -> ApiToken | Jso
 
 @csrf_exempt
 @login_not_required
+@database_down_as_503
 def ingest(request: HttpRequest) -> JsonResponse:
     """Store the NDJSON sessions of the body for the token's source; answer counts and per-line errors."""
     from dashboard.ingest.api.lines import BatchLimits, api_ingest
@@ -121,6 +123,7 @@ def ingest(request: HttpRequest) -> JsonResponse:
 
 @csrf_exempt
 @login_not_required
+@database_down_as_503
 def batches(request: HttpRequest) -> JsonResponse:
     """Save an NDJSON body as a background batch of the token's source; answer 202 and where to poll."""
     from dashboard.ingest.api.batches import api_batch_create, api_batch_status
@@ -158,6 +161,7 @@ def batches(request: HttpRequest) -> JsonResponse:
 
 @csrf_exempt
 @login_not_required
+@database_down_as_503
 def batch(request: HttpRequest, job_id: int) -> JsonResponse:
     """A batch's status, progress, counts and per-line errors; only its own source's token sees it."""
     from dashboard.ingest.api.batches import api_batch_for_source, api_batch_status

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
@@ -27,8 +28,10 @@ from dashboard.access.tokens import token_authenticate
 from dashboard.ingest.api.body import BodyRejected, body_read
 from dashboard.ingest.api.http import (
     BROKER_RETRY_AFTER_SECONDS,
+    DATABASE_RETRY_AFTER_SECONDS,
     REALM,
     bearer_secret,
+    database_down_message,
     request_body_stream,
     request_content_length,
 )
@@ -60,6 +63,23 @@ def _failure(encoding: Encoding, status: int, message: str, code: int | None = N
 
 
 def _receive(request: HttpRequest, signal: Signal) -> HttpResponse:
+    """One export, answered as OTLP answers; 503 with ``Retry-After`` (which an exporter retries
+    after waiting) while the database is unavailable, rather than Django's 500 page."""
+    from dashboard.ingest.otlp.body import UNAVAILABLE, otlp_encoding
+
+    try:
+        return _export(request, signal)
+    except (OperationalError, InterfaceError) as error:
+        message = database_down_message(error)
+        if message is None:
+            raise
+    encoding = otlp_encoding(request.headers.get("Content-Type", "")) or "protobuf"
+    response = _failure(encoding, 503, message, UNAVAILABLE)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
+def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
     from dashboard.ingest.otlp.body import (
         UNAUTHENTICATED,
         UNAVAILABLE,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.ingest.recording.conversations import Conversations
+from dashboard.ingest.recording.private_files import private_folder, private_open
 from projections.formats.anthropic.recorded import RecordedCall
 
 log = logging.getLogger("cachescope.record")
@@ -28,7 +29,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class Archive:
-    """Appends each session's records to ``folder/<session>.jsonl``."""
+    """Appends each session's records to ``folder/<session>.jsonl``, 0600 in a 0700 folder."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -43,8 +44,10 @@ class Archive:
         """Add ``calls`` to the session's log; ``False`` (logged, counted) when the disk refuses."""
         lines = "".join(json.dumps(call.record) + "\n" for call in calls)
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with self.path(session_id).open("a", encoding="utf-8") as log_file:
+            private_folder(self.folder)
+            with os.fdopen(
+                private_open(self.path(session_id), append=True), "a", encoding="utf-8"
+            ) as log_file:
                 log_file.write(lines)
         except OSError as error:
             self.failures += 1

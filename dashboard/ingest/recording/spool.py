@@ -1,6 +1,7 @@
 """The recorder's spool: batches of recorded calls kept on disk while they cannot be stored.
 
-One file per batch under ``CACHESCOPE_DATA_DIR/record-spool/``: a first line naming the session,
+One file per batch under ``CACHESCOPE_DATA_DIR/record-spool/`` (0600 in a 0700 folder: the calls'
+prompts are in them): a first line naming the session,
 then one ``{"call_id", "record"}`` line per call. Records are written as the store would get them,
 so credentials never reach the spool either. The spool is bounded in bytes and files; a batch that
 would pass either bound is dropped, logged and counted, because the client's call has already
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dashboard.ingest.recording.private_files import private_folder, private_open
 from projections.formats.anthropic.recorded import RecordedCall
 
 log = logging.getLogger("cachescope.record")
@@ -71,9 +73,10 @@ class Spool:
                 return self._drop(calls, f"the spool is full ({files} files, {held} bytes)")
             name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.jsonl"
             try:
-                self.folder.mkdir(parents=True, exist_ok=True)
+                private_folder(self.folder)
                 partial = self.folder / f".{name}.part"
-                partial.write_bytes(data)
+                with os.fdopen(private_open(partial, append=False), "wb") as out:
+                    out.write(data)
                 os.replace(partial, self.folder / name)
             except OSError as error:
                 return self._drop(calls, f"the spool cannot be written: {error}")

@@ -9,10 +9,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.ingest.jobs import ingest_job_claim, ingest_job_run
+from dashboard.ingest.jobs import ingest_job_claim, ingest_job_database_unavailable, ingest_job_run
 from dashboard.management.progress import ProgressBar
 from dashboard.models import IngestJob
+from dashboard.storage.db_outage import DatabaseUnavailable
 from projections.format_names import FORMAT_NAMES
+
+EXIT_TRY_AGAIN = 75
+"""sysexits' EX_TEMPFAIL: the database was unavailable; the same command later stores the rest."""
 
 
 class Command(BaseCommand):
@@ -45,7 +49,14 @@ class Command(BaseCommand):
             bar.total = current.bytes_total
             bar.update(current.bytes_done)
 
-        summary = ingest_job_run(job_id=job.pk, owner=owner, on_progress=show)
+        try:
+            summary = ingest_job_run(job_id=job.pk, owner=owner, on_progress=show)
+        except DatabaseUnavailable as stopped:
+            bar.close()
+            # One line, not the driver's traceback; exit 75 (EX_TEMPFAIL): run it again later.
+            self.stderr.write(f"ingest stopped: {stopped}; run the same ingest again to store the rest")
+            ingest_job_database_unavailable(job_id=job.pk, owner=owner, stopped=stopped)
+            raise SystemExit(EXIT_TRY_AGAIN) from None
         bar.close()
 
         if options["json"]:

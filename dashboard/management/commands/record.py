@@ -38,7 +38,9 @@ class Command(BaseCommand):
             "--diagnose", action="store_true", help="Ask Anthropic for its cache diagnostics on every call."
         )
         parser.add_argument(
-            "--token", default=os.environ.get(TOKEN_ENV, ""), help=f"Recording token (or ${TOKEN_ENV})."
+            "--token",
+            default=os.environ.get(TOKEN_ENV, ""),
+            help=f"Recording token; prefer ${TOKEN_ENV}, which ps does not show.",
         )
         parser.add_argument(
             "--token-header", default=DEFAULT_TOKEN_HEADER, help="The header clients send the token in."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +263,37 @@ def test_the_last_record_of_a_log_is_read_from_its_end_however_long(tmp_path: Pa
 
     assert list(last_records(tmp_path)) == [("s1", long_record)]
     assert list(last_records(tmp_path, within_seconds=-1)) == []
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_archive_and_the_spool_are_readable_by_their_user_alone_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    previous = os.umask(0o022)  # the usual umask, which made them 0644 under 0755
+    try:
+        archive, spool = Archive(tmp_path / "archive"), Spool(tmp_path / "spool")
+        assert archive.append("s1", [RecordedCall("c1", {"request": {"body": "a prompt"}})])
+        assert spool.put("s1", [RecordedCall("c2", {"request": {"body": "another"}})])
+    finally:
+        os.umask(previous)
+
+    [spooled] = spool.pending()
+    assert (_mode(tmp_path / "archive"), _mode(archive.path("s1"))) == (0o700, 0o600)
+    assert (_mode(tmp_path / "spool"), _mode(spooled)) == (0o700, 0o600)
+
+
+def test_an_archive_an_older_release_left_open_is_closed_on_its_next_write(tmp_path: Path) -> None:
+    folder = tmp_path / "archive"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    archive = Archive(folder)
+    archive.path("s1").write_text("{}\n")
+    archive.path("s1").chmod(0o644)
+
+    assert archive.append("s1", [RecordedCall("c1", {"n": 1})])
+
+    assert (_mode(folder), _mode(archive.path("s1"))) == (0o700, 0o600)
+    assert archive.path("s1").read_text() == '{}\n{"n": 1}\n'
