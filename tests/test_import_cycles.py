@@ -36,7 +36,9 @@ def _imported(node: ast.AST, modules: dict[str, Path], package: str) -> Iterator
     elif isinstance(node, ast.ImportFrom):
         base = node.module or ""
         if node.level:
-            base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(
+                "."
+            )
         for alias in node.names:
             if f"{base}.{alias.name}" in modules:
                 yield f"{base}.{alias.name}"

@@ -100,14 +100,20 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
             summary = api_batch_store(job, on_step=stored)
         else:
             paths = [Path(p) for p in job.paths]
-            job.bytes_total = input_size(paths)
-            job.save(update_fields=["bytes_total"])
+            # A command's files are the local ones it is run on again and again: each is read from
+            # where the last ingest of it stopped, and one unchanged costs a stat (which the bar's
+            # total would cost again). An upload's saved copies are new files every time.
+            incremental = job.kind == IngestJob.Kind.COMMAND
+            if not incremental:
+                job.bytes_total = input_size(paths)
+                job.save(update_fields=["bytes_total"])
             summary = ingest_paths(
                 paths=paths,
                 source_name=job.source_name or DEFAULT_SOURCE,
                 format=job.format or None,
                 job=job,
                 on_progress=advance,
+                incremental=incremental,
             )
     except (OperationalError, LeaseLost):
         raise

@@ -26,6 +26,7 @@ from projections.formats.dsh.projcache import (
 from projections.formats.dsh.sessions import read_dsh_session
 from projections.formats.openai.codex import is_codex_record, read_codex
 from projections.formats.reading.lines import LogLines, is_zstd_path
+from projections.formats.reading.resume import CannotResume, ReadEnd, ResumePoint
 from projections.formats.traffic.captures import (
     ANTHROPIC_FORMAT,
     OPENAI_FORMAT,
@@ -38,12 +39,16 @@ from projections.normalized import JSON, FormatError, SessionImport
 __all__ = [
     "FORMAT_NAMES",
     "LOG_SUFFIXES",
+    "RESUMABLE_FORMATS",
+    "CannotResume",
     "FormatError",
     "ProjCache",
     "ProjCacheRow",
     "detect_format",
     "find_projcaches",
     "is_log_name",
+    "iter_log_files",
+    "read_log_file",
     "read_projcache",
     "read_sessions",
 ]
@@ -95,6 +100,31 @@ def detect_format(path: Path) -> str:
         raise FormatError(name, None, "path", f"cannot read: {error.strerror or error}") from None
     known = ", ".join(FORMAT_NAMES)
     raise FormatError(name, None, "format", f"unknown log format (known: {known}); force one with --format")
+
+
+RESUMABLE_FORMATS = frozenset({"claude-code"})
+"""Formats whose reader can take up a grown file where an earlier read stopped (a
+:class:`ResumePoint`). Codex rollouts are read whole when they grow: a rollout's reader keeps a fork's
+copied history apart by the silence after it, and its token counter's running totals, which it
+does not yet hand over. A dsh log is too: its header and its projection cache are checked with the
+whole log. Either is still skipped at the cost of one ``stat`` while it has not changed."""
+
+
+def read_log_file(
+    path: Path, format_name: str, *, resume: ResumePoint | None = None, end: ReadEnd | None = None
+) -> Iterator[SessionImport]:
+    """The sessions of one log file of a known format.
+
+    ``end``: filled in with where a later read can take up, once the sessions are exhausted (left
+    ``None`` for a format not in :data:`RESUMABLE_FORMATS`). ``resume``: such a point, to read only
+    what the file gained since; raises :class:`CannotResume` when the file must be read whole.
+    """
+    if format_name == "claude-code":
+        yield from read_claude_code(path, resume=resume, end=end)
+        return
+    if resume is not None:
+        raise CannotResume(f"{path}: a {format_name} log is read whole")
+    yield from _read_file(path, format_name)
 
 
 def _read_file(path: Path, format_name: str) -> Iterator[SessionImport]:
