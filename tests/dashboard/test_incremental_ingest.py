@@ -53,12 +53,15 @@ def test_an_unchanged_file_is_skipped_on_its_stat(tmp_path: Path) -> None:
     path = tmp_path / f"{SESSION}.jsonl"
     write(path, conversation(3))
     first = ingest(path)
-    assert first.sessions_added == 1 and first.requests_added == 3
+    assert first.sessions_added == 1
+    assert first.requests_added == 3
 
     again = ingest(path)
 
-    assert again.files is not None and again.files.unchanged == 1
-    assert again.sessions == 0 and again.duplicates == 0
+    assert again.files is not None
+    assert again.files.unchanged == 1
+    assert again.sessions == 0
+    assert again.duplicates == 0
 
 
 def test_a_grown_file_is_read_from_its_offset_and_stores_only_the_new_call(tmp_path: Path) -> None:
@@ -70,8 +73,10 @@ def test_a_grown_file_is_read_from_its_offset_and_stores_only_the_new_call(tmp_p
     append(path, b"".join(call(4, read=22_000, write=500)))
     grown = ingest(path)
 
-    assert grown.files is not None and grown.files.resumed == 1
-    assert grown.requests_added == 1 and grown.events_added == 2
+    assert grown.files is not None
+    assert grown.files.resumed == 1
+    assert grown.requests_added == 1
+    assert grown.events_added == 2
     assert FileState.objects.get().offset == path.stat().st_size > offset
     assert stored() == {SESSION: fresh(path)[SESSION]}
 
@@ -88,7 +93,8 @@ def test_a_line_appended_in_two_writes_waits_for_its_newline(tmp_path: Path) -> 
     append(path, tool[len(tool) // 2 :] + result)
     whole = ingest(path)
 
-    assert half.requests_added == 1 and whole.requests_added == 0
+    assert half.requests_added == 1
+    assert whole.requests_added == 0
     assert stored() == {SESSION: fresh(path)[SESSION]}
 
 
@@ -102,7 +108,8 @@ def test_a_call_stored_while_it_was_written_takes_its_final_output_count(tmp_pat
     append(path, tool + result)
     later = ingest(path)
 
-    assert later.requests_completed == 1 and later.requests_added == 0
+    assert later.requests_completed == 1
+    assert later.requests_added == 0
     assert Request.objects.get().output_tokens == 640
     assert stored() == {SESSION: fresh(path)[SESSION]}
 
@@ -116,7 +123,8 @@ def test_a_truncated_file_is_read_whole_and_its_session_stored_anew(tmp_path: Pa
     write(path, lines[:4])
     truncated = ingest(path)
 
-    assert truncated.files is not None and truncated.files.rewritten == 1
+    assert truncated.files is not None
+    assert truncated.files.rewritten == 1
     assert stored() == {SESSION: fresh(path)[SESSION]}
     assert Request.objects.filter(session__source__name="local").count() == 1
 
@@ -133,7 +141,8 @@ def test_a_file_rewritten_in_place_is_read_whole_and_stored_anew(tmp_path: Path)
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
     rewritten = ingest(path)
 
-    assert rewritten.files is not None and rewritten.files.rewritten == 1
+    assert rewritten.files is not None
+    assert rewritten.files.rewritten == 1
     assert stored() == {SESSION: fresh(path)[SESSION]}
     assert Request.objects.get(session__source__name="local", key="req_0003").cache_read_tokens == 99_999
 
@@ -149,7 +158,8 @@ def test_a_file_replaced_by_another_session_leaves_no_orphan(tmp_path: Path) -> 
     os.replace(replacement, path)
     replaced = ingest(path)
 
-    assert replaced.files is not None and replaced.files.rewritten == 1
+    assert replaced.files is not None
+    assert replaced.files.rewritten == 1
     assert stored() == fresh(path)
     assert list(Session.objects.filter(source__name="local").values_list("external_id", flat=True)) == [other]
 
@@ -165,7 +175,9 @@ def test_a_copy_put_in_the_file_s_place_with_the_same_bytes_is_read_from_the_off
     os.replace(copy, path)
     copied = ingest(path)
 
-    assert copied.files is not None and copied.files.resumed == 1 and copied.files.rewritten == 0
+    assert copied.files is not None
+    assert copied.files.resumed == 1
+    assert copied.files.rewritten == 0
     assert copied.requests_added == 1
     assert stored() == {SESSION: fresh(path)[SESSION]}
 

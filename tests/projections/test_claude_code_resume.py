@@ -78,7 +78,8 @@ def test_a_read_stops_before_an_unterminated_last_line(tmp_path: Path) -> None:
         list(session.items)
 
     assert end.point is not None
-    assert end.point.offset == len(b"".join(lines[:-1])) and end.point.line == len(lines) - 1
+    assert end.point.offset == len(b"".join(lines[:-1]))
+    assert end.point.line == len(lines) - 1
 
 
 def test_a_point_of_another_state_version_is_not_resumed_from(tmp_path: Path) -> None:
