@@ -105,7 +105,7 @@ class PathWatcher:
 
         changed = self._changed
 
-        class Handler(FileSystemEventHandler):  # type: ignore[misc]
+        class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
                 if not event.is_directory or event.event_type != "opened":
                     changed.set()
