@@ -80,6 +80,7 @@ def ingest_paths(
     job: IngestJob | None = None,
     on_progress: ProgressCallback | None = None,
     incremental: bool = False,
+    changed: ChangedFiles | None = None,
 ) -> IngestSummary:
     """Read every session under ``paths`` and store it under the source ``source_name``.
 
@@ -87,16 +88,17 @@ def ingest_paths(
     all is reported as an error naming it, and the other paths go on.
 
     ``incremental``: skip the files unchanged since this source's last incremental ingest of them,
-    and read a grown one from where that ingest stopped (:mod:`dashboard.ingest.incremental`).
+    and read a grown one from where that ingest stopped (:mod:`dashboard.ingest.incremental`);
+    ``changed``: those files, looked at already (the paths are then theirs).
     """
     source, _ = Source.objects.get_or_create(name=source_name)
     summary = IngestSummary()
     blocks = BlockStore()
-    changed = (
-        ChangedFiles(paths, source=source, format=format, errors=summary.errors, on_progress=on_progress)
-        if incremental
-        else None
-    )
+    if incremental and changed is None:
+        changed = ChangedFiles(paths, source=source, format=format, on_progress=on_progress)
+    if changed is not None:
+        # What looking at the files found comes first; reading them adds to the same list.
+        summary.errors = changed.errors
     # Each session's transaction deletes the outbox rows of the sessions before it; their follow-ups
     # are enqueued a batch of sessions at a time.
     with followups_clear_later(), followups_gathered() as gathered:

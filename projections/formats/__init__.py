@@ -12,12 +12,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from projections.format_names import FORMAT_NAMES, LOG_SUFFIXES
+from projections.format_names import FORMAT_NAMES, LOG_SUFFIXES, is_log_name
 from projections.formats.anthropic.claude_code import TRANSCRIPT_TYPES, read_claude_code
 from projections.formats.anthropic.claude_trace import is_claude_trace_record, read_claude_trace
 from projections.formats.anthropic.connectome import is_connectome_record, read_connectome
 from projections.formats.dsh.projcache import (
-    PROJCACHE_NAME,
     ProjCache,
     ProjCacheRow,
     find_projcaches,
@@ -140,11 +139,6 @@ def _read_file(path: Path, format_name: str) -> Iterator[SessionImport]:
         yield from read_codex(path)
     else:
         yield from _read_capture(path, format_name)
-
-
-def is_log_name(name: str) -> bool:
-    """Whether a folder walk reads a file of this name: a log suffix, not hidden, not a projection cache."""
-    return not name.startswith(".") and name != PROJCACHE_NAME and name.endswith(LOG_SUFFIXES)
 
 
 def iter_log_files(folder: Path) -> Iterator[Path]:

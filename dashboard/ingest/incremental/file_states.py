@@ -16,9 +16,12 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dashboard.models import FileState, Source
-from projections.formats.reading.resume import ResumePoint
+
+if TYPE_CHECKING:
+    from projections.formats.reading.resume import ResumePoint
 
 HEAD_BYTES = 4096
 TAIL_BYTES = 4096
@@ -82,6 +85,8 @@ def file_look(path: Path, stat: os.stat_result, state: FileState | None) -> File
 
 def resume_point(state: FileState) -> ResumePoint | None:
     """Where a read of the grown file takes up, or ``None`` when it is read whole."""
+    from projections.formats.reading.resume import ResumePoint
+
     if state.reader_state is None:
         return None
     return ResumePoint(offset=state.offset, line=state.line, state=state.reader_state)

@@ -15,18 +15,21 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dashboard.ingest.incremental.file_states import Change, file_look, file_state_record, resume_point
-from dashboard.models import FileState, Session, Source
-from projections.formats import (
-    CannotResume,
-    FormatError,
-    detect_format,
-    is_log_name,
-    read_log_file,
+from dashboard.ingest.incremental.file_states import (
+    Change,
+    FileLook,
+    file_look,
+    file_state_record,
+    resume_point,
 )
-from projections.formats.reading.resume import ReadEnd, ResumePoint
-from projections.normalized import LineError, SessionImport
+from dashboard.models import FileState, Session, Source
+from projections.format_names import is_log_name
+from projections.normalized import FormatError, LineError, SessionImport
+
+if TYPE_CHECKING:
+    from projections.formats.reading.resume import ReadEnd, ResumePoint
 
 ProgressCallback = Callable[[int], None]
 
@@ -64,8 +67,20 @@ def log_files(path: Path) -> Iterator[tuple[Path, os.stat_result]]:
         yield from log_files(Path(folder.path))
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    path: Path
+    stat: os.stat_result
+    look: FileLook
+    state: FileState | None
+
+
 class ChangedFiles:
-    """The sessions of the files under ``paths`` that changed since ``source``'s last ingest of them."""
+    """The files under ``paths`` that changed since ``source``'s last ingest of them, looked at when
+    made (a ``stat`` each and one query), and then their sessions (:meth:`imports`).
+
+    Looking loads no reader, so an ingest that finds nothing changed starts none of them.
+    """
 
     def __init__(
         self,
@@ -73,21 +88,36 @@ class ChangedFiles:
         *,
         source: Source,
         format: str | None,
-        errors: list[LineError],
         on_progress: ProgressCallback | None = None,
     ) -> None:
-        self.paths = [path.absolute() for path in paths]
         self.source = source
         self.format = format
-        self.errors = errors
         self.on_progress = on_progress
+        self.errors: list[LineError] = []
+        """Paths that are missing or cannot be read, and files whose sessions could not be read."""
         self.counts = FileCounts()
         self._refused = False
         # The states without the readers' own, which are read only for a file that grew.
-        self._states = {
+        states = {
             state.path: state
             for state in FileState.objects.filter(source=source).defer("reader_state", "session_ids")
         }
+        self.pending = [entry for root in paths for entry in self._look(root.absolute(), states)]
+
+    def _look(self, root: Path, states: dict[str, FileState]) -> Iterator[_Pending]:
+        if not root.exists():
+            self.errors.append(LineError(str(root), None, "path", "no such file or folder"))
+            return
+        try:
+            for path, stat in log_files(root):
+                state = states.get(str(path))
+                look = file_look(path, stat, state)
+                if look.change is Change.UNCHANGED:
+                    self.counts.unchanged += 1
+                else:
+                    yield _Pending(path, stat, look, state)
+        except OSError as error:
+            self.errors.append(LineError(str(root), None, "path", f"cannot read: {error.strerror}"))
 
     def stored(self, imported: SessionImport, session: Session | None) -> None:
         """Told by the store once it has stored ``imported`` (``session``) or refused it (``None``)."""
@@ -95,23 +125,14 @@ class ChangedFiles:
             self._refused = True
 
     def imports(self) -> Iterator[SessionImport]:
-        """Every session of every changed file in turn; a path that is missing is reported."""
-        for root in self.paths:
-            if not root.exists():
-                self.errors.append(LineError(str(root), None, "path", "no such file or folder"))
-                continue
-            try:
-                for path, stat in log_files(root):
-                    yield from self._file(path, stat)
-            except OSError as error:
-                self.errors.append(LineError(str(root), None, "path", f"cannot read: {error.strerror}"))
+        """Every session of every changed file in turn."""
+        for pending in self.pending:
+            yield from self._file(pending)
 
-    def _file(self, path: Path, stat: os.stat_result) -> Iterator[SessionImport]:
-        state = self._states.get(str(path))
-        look = file_look(path, stat, state)
-        if look.change is Change.UNCHANGED:
-            self.counts.unchanged += 1
-            return
+    def _file(self, pending: _Pending) -> Iterator[SessionImport]:
+        from projections.formats import detect_format
+
+        path, stat, look, state = pending.path, pending.stat, pending.look, pending.state
         if state is not None:
             state.refresh_from_db(fields=["reader_state", "session_ids"])
         try:
@@ -127,6 +148,8 @@ class ChangedFiles:
         point = resume_point(state) if state is not None and look.change is Change.GROWN else None
         if state is not None and format_name != state.format:
             point = None
+        from projections.formats.reading.resume import ReadEnd
+
         end = ReadEnd()
         names: list[str] = list(state.session_ids) if state is not None and point is not None else []
         self._refused = False
@@ -156,6 +179,8 @@ class ChangedFiles:
         self, path: Path, format_name: str, point: ResumePoint | None, end: ReadEnd
     ) -> Iterator[SessionImport]:
         """The file's sessions from ``point``, or from its start when its reader cannot take up there."""
+        from projections.formats import CannotResume, read_log_file
+
         if point is not None:
             sessions = read_log_file(path, format_name, resume=point, end=end)
             try:
