@@ -91,16 +91,22 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
         # An API batch's progress is the share of its sessions committed so far.
         advance(job.bytes_total * sessions // max(of, 1) - job.bytes_done)
 
-    paths = [Path(p) for p in job.paths]
     source_name = job.source_name or DEFAULT_SOURCE
     changed = None
-    if job.kind == IngestJob.Kind.COMMAND:
-        # A command's files are the local ones it is run on again and again: each is read from
-        # where the last ingest of it stopped, and one unchanged costs a stat (which the bar's
-        # total would cost again). An upload's saved copies are new files every time.
-        changed = _changed_files(paths, source_name, job.format or None, advance)
-        if not changed.pending and not changed.errors:
-            return _nothing_changed(job, changed)
+    try:
+        paths = [Path(p) for p in job.paths]
+        if job.kind == IngestJob.Kind.COMMAND:
+            # A command's files are the local ones it is run on again and again: each is read from
+            # where the last ingest of it stopped, and one unchanged costs a stat (which the bar's
+            # total would cost again). An upload's saved copies are new files every time.
+            changed = _changed_files(paths, source_name, job.format or None, advance)
+            if not changed.pending and not changed.errors:
+                return _nothing_changed(job, changed)
+    except (OperationalError, LeaseLost):
+        raise
+    except Exception as error:
+        ingest_job_fail(job_id=job_id, message=f"{type(error).__name__}: {error}")
+        raise
 
     # The readers and the writers load here, on the first job with something to read, rather than
     # with the ingest page, the API and the command's --help, which import this module but may
