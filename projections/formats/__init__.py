@@ -101,12 +101,12 @@ def detect_format(path: Path) -> str:
     raise FormatError(name, None, "format", f"unknown log format (known: {known}); force one with --format")
 
 
-RESUMABLE_FORMATS = frozenset({"claude-code"})
+RESUMABLE_FORMATS = frozenset({"claude-code", "codex"})
 """Formats whose reader can take up a grown file where an earlier read stopped (a
-:class:`ResumePoint`). Codex rollouts are read whole when they grow: a rollout's reader keeps a fork's
-copied history apart by the silence after it, and its token counter's running totals, which it
-does not yet hand over. A dsh log is too: its header and its projection cache are checked with the
-whole log. Either is still skipped at the cost of one ``stat`` while it has not changed."""
+:class:`ResumePoint`). The others are read whole when they grow (what they held is found stored
+and skipped): a dsh log's reader checks its header and seqs from the start, and its projection
+cache is compared with the whole log; a capture or a claude-trace log is rarely appended to. Any of
+them is still skipped at the cost of one ``stat`` while it has not changed."""
 
 
 def read_log_file(
@@ -120,6 +120,9 @@ def read_log_file(
     """
     if format_name == "claude-code":
         yield from read_claude_code(path, resume=resume, end=end)
+        return
+    if format_name == "codex":
+        yield from read_codex(path, resume=resume, end=end)
         return
     if resume is not None:
         raise CannotResume(f"{path}: a {format_name} log is read whole")

@@ -191,3 +191,22 @@ def test_a_file_that_vanished_is_named_and_the_others_still_ingested(tmp_path: P
 
     assert [str(error) for error in summary.errors] == [f"{gone}: path: no such file or folder"]
     assert summary.requests_added == 1
+
+
+CODEX_ROLLOUTS = Path(__file__).resolve().parents[1] / "projections/formats/fixtures/codex/sessions"
+
+
+def test_a_grown_codex_rollout_is_read_from_its_offset(tmp_path: Path) -> None:
+    rollout = next(CODEX_ROLLOUTS.rglob("*019b0c3d-0000-7000-8000-00000000000b.jsonl"))
+    lines = rollout.read_bytes().splitlines(keepends=True)
+    path = tmp_path / rollout.name
+    write(path, lines[: len(lines) // 2])
+    ingest(path)
+
+    append(path, b"".join(lines[len(lines) // 2 :]))
+    grown = ingest(path)
+
+    assert grown.files is not None
+    assert grown.files.resumed == 1
+    assert grown.requests_added > 0
+    assert stored() == fresh(path)

@@ -16,15 +16,17 @@ from tests.dashboard.transcript_lines import conversation
 Seen = dict[str, dict[str, dict[object, object]]]
 
 
-def collect(path: Path, point: ResumePoint | None, seen: Seen) -> ResumePoint | None:
+def collect(
+    path: Path, point: ResumePoint | None, seen: Seen, format_name: str = "claude-code"
+) -> ResumePoint | None:
     """Read ``path`` from ``point`` (whole when it cannot resume), keeping what a store keeps: the
     first event at each seq, and each call with the largest output count it was given."""
     end = ReadEnd()
     try:
-        sessions = list(read_log_file(path, "claude-code", resume=point, end=end))
+        sessions = list(read_log_file(path, format_name, resume=point, end=end))
     except CannotResume:
         end = ReadEnd()
-        sessions = list(read_log_file(path, "claude-code", end=end))
+        sessions = list(read_log_file(path, format_name, end=end))
     for session in sessions:
         kept = seen.setdefault(session.external_id, {"events": {}, "calls": {}})
         for item in session.items:
@@ -36,7 +38,9 @@ def collect(path: Path, point: ResumePoint | None, seen: Seen) -> ResumePoint | 
     return end.point
 
 
-def read_in_pieces(source: Path, target: Path, *, lines_a_read: int, cut_lines: bool) -> Seen:
+def read_in_pieces(
+    source: Path, target: Path, *, lines_a_read: int, cut_lines: bool, format_name: str = "claude-code"
+) -> Seen:
     seen: Seen = {}
     point = None
     lines = source.read_bytes().splitlines(keepends=True)
@@ -47,13 +51,13 @@ def read_in_pieces(source: Path, target: Path, *, lines_a_read: int, cut_lines: 
         for part in (piece[:cut], piece[cut:]):
             with target.open("ab") as fh:
                 fh.write(part)
-            point = collect(target, point, seen)
+            point = collect(target, point, seen, format_name)
     return seen
 
 
-def whole(path: Path) -> Seen:
+def whole(path: Path, format_name: str = "claude-code") -> Seen:
     seen: Seen = {}
-    collect(path, None, seen)
+    collect(path, None, seen, format_name)
     return seen
 
 

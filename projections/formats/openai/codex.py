@@ -38,9 +38,17 @@ from projections.formats.openai.codex_items import (
     result_block,
     tool_name,
 )
+from projections.formats.openai.codex_state import STATE_VERSION, rollout_restore, rollout_state
 from projections.formats.openai.codex_tokens import TokenCounter, TokenCountError
 from projections.formats.reading.event_sequence import EventSequence
 from projections.formats.reading.lines import LogLines
+from projections.formats.reading.resume import (
+    CannotResume,
+    ReadEnd,
+    ResumePoint,
+    time_from_json,
+    time_to_json,
+)
 from projections.formats.reading.times import optional_time, parse_time
 from projections.normalized import (
     JSON,
@@ -147,9 +155,22 @@ def _stem_id(path: Path) -> str:
     return "-".join(parts[-5:]) if len(parts) >= 5 else stem
 
 
-def read_codex(path: Path) -> Iterator[SessionImport]:
-    """The session of one rollout file."""
-    head = _scan_head(path)
+def read_codex(
+    path: Path, *, resume: ResumePoint | None = None, end: ReadEnd | None = None
+) -> Iterator[SessionImport]:
+    """The session of one rollout file.
+
+    ``resume``: a point an earlier read of this file left in ``end``; the lines after it are read
+    and what they add is emitted. Raises :class:`CannotResume` before emitting anything when the
+    point is of another state version.
+    """
+    if resume is not None:
+        if resume.state.get("version") != STATE_VERSION:
+            raise CannotResume(f"{path}: the stored reading state is of another version")
+        head = _Head(**resume.state["head"])
+        head.started_at = time_from_json(resume.state["head"]["started_at"])
+    else:
+        head = _scan_head(path)
     lineage: Lineage = "subagent" if head.subagent else "main"
     session = SessionImport(
         external_id=head.session_id or _stem_id(path),
@@ -162,14 +183,25 @@ def read_codex(path: Path) -> Iterator[SessionImport]:
         parent_external_id=head.parent_id,
         lineage=lineage,
     )
-    session.items = _items(path, session, head)
+    # Until its meta line is in, a rollout's id is its file name's: it is read whole until then.
+    session.items = _items(path, session, head, resume, end if head.session_id else None)
     yield session
 
 
-def _items(path: Path, session: SessionImport, head: _Head) -> Iterator[SessionItem]:
-    rollout = _Rollout(str(path), session, head)
-    with LogLines(path) as log:
+def _items(
+    path: Path, session: SessionImport, head: _Head, start: ResumePoint | None, end: ReadEnd | None
+) -> Iterator[SessionItem]:
+    rollout = RolloutReader(str(path), session, head)
+    if start is not None:
+        rollout_restore(rollout, start.state["rollout"])
+    stop: ResumePoint | None = None
+    offset, lines_before = (start.offset, start.line) if start is not None else (0, 0)
+    with LogLines(path, start=offset, lines_before=lines_before) as log:
         for line in log.json_lines():
+            if end is not None and not line.terminated:
+                # A last line without its newline may be half written: read it now, as a whole
+                # read would, but take up before it next time.
+                stop = _stop(log, rollout, head)
             if line.error is not None:
                 yield line.error
             if line.notice is not None:
@@ -177,19 +209,34 @@ def _items(path: Path, session: SessionImport, head: _Head) -> Iterator[SessionI
             if line.value is not None:
                 yield from rollout.feed(line.value, line.number)
         session.crash_tail = log.crash_tail
+        if end is not None and stop is None:
+            stop = _stop(log, rollout, head)
     yield from rollout.finish()
+    if end is not None:
+        end.point = stop
+
+
+def _stop(log: LogLines, rollout: RolloutReader, head: _Head) -> ResumePoint:
+    """Where a later read takes up: after the last whole line, in the rollout's state there."""
+    facts = {name: getattr(head, name) for name in _Head.__dataclass_fields__}
+    facts["started_at"] = time_to_json(head.started_at)
+    state: dict[str, JSON] = {"version": STATE_VERSION, "head": facts, "rollout": rollout_state(rollout)}
+    return ResumePoint(log.consumed, log.consumed_lines, state)
 
 
 @dataclass(slots=True)
-class _Call:
+class OpenCall:
+    """The model output of a call whose ``token_count`` has not come yet."""
+
     first_line: int
     started_at: datetime | None
     time: datetime | None
     blocks: list[JSON] = field(default_factory=list)
 
 
-class _Rollout(EventSequence):
-    """Turns rollout lines, in order, into dsh events and request records."""
+class RolloutReader(EventSequence):
+    """Turns rollout lines, in order, into dsh events and request records; its state between two
+    lines is :func:`projections.formats.openai.codex_state.rollout_state`."""
 
     def __init__(self, path: str, session: SessionImport, head: _Head) -> None:
         super().__init__()
@@ -205,7 +252,7 @@ class _Rollout(EventSequence):
         self.surface: dict[int, int] = {}
         """Seq and heuristic price of every message on the surface, for a compaction's claim."""
         self.tool_names: dict[str, str] = {}
-        self.pending: _Call | None = None
+        self.pending: OpenCall | None = None
         self.held: list[tuple[dict[str, JSON], int, datetime | None]] = []
         self.tokens = TokenCounter()
         self.just_compacted = False
@@ -277,7 +324,7 @@ class _Rollout(EventSequence):
                 # to the next call, and the current one ended without a token count.
                 yield from self._flush(None, None)
             if self.pending is None:
-                self.pending = _Call(first_line=number, started_at=time, time=time)
+                self.pending = OpenCall(first_line=number, started_at=time, time=time)
             self.pending.blocks.extend(output_blocks(item))
             self.pending.time = time or self.pending.time
         elif kind in TOOL_OUTPUT_TYPES:
@@ -373,7 +420,7 @@ class _Rollout(EventSequence):
         if call is None:
             assert counted_at is not None
             # A call whose output the rollout does not keep (a compaction's summary request).
-            call = _Call(first_line=counted_at[0], started_at=counted_at[1], time=counted_at[1])
+            call = OpenCall(first_line=counted_at[0], started_at=counted_at[1], time=counted_at[1])
         self.pending = None
         self.step += 1
         for block in call.blocks:
