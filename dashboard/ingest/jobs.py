@@ -17,6 +17,7 @@ from django.db import DatabaseError, OperationalError
 from django.utils import timezone
 
 from dashboard.ingest.api.body import BodyRejected
+from dashboard.ingest.summary import IngestSummary
 from dashboard.ingest.uploads import upload_remove_files
 from dashboard.jobs.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.models import IngestJob
@@ -24,7 +25,6 @@ from dashboard.models.ingest import SAVED_FILE_KINDS
 
 if TYPE_CHECKING:
     from dashboard.ingest.incremental.reading import ChangedFiles
-    from dashboard.ingest.summary import IngestSummary
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,8 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
     # The readers and the writers load here, on the first job with something to read, rather than
     # with the ingest page, the API and the command's --help, which import this module but may
     # never run a job.
-    from dashboard.ingest.files import IngestSummary, ingest_paths, input_size, shown_on_job
+    from dashboard.ingest.files import ingest_paths, input_size, shown_on_job
+    from dashboard.ingest.summary import IngestSummary
 
     try:
         if job.kind == IngestJob.Kind.API:
@@ -159,8 +160,6 @@ def _changed_files(
 def _nothing_changed(job: IngestJob, changed: ChangedFiles) -> IngestSummary:
     """Finish a job whose files are all as its source's last ingest left them, without loading a
     reader or the writer: what a refresh of unchanged logs costs is a stat a file."""
-    from dashboard.ingest.summary import IngestSummary
-
     job.status = IngestJob.Status.DONE
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "finished_at"])
