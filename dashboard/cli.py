@@ -123,7 +123,8 @@ def _dashboard(options: argparse.Namespace) -> int:
     print(f"Data folder: {data}", flush=True)
     # The static files are collected (once a release) while the database is migrated and the logs read.
     collecting = threading.Thread(target=_collect_static, args=(data,), name="cachescope-static")
-    collecting.start()
+    if not options.no_serve:
+        collecting.start()
     call_command("migrate", interactive=False, verbosity=0)
     password = _login_password(data)
     folders = []
@@ -140,9 +141,9 @@ def _dashboard(options: argparse.Namespace) -> int:
         print(f"{summary.sessions} sessions of the local logs are stored.", flush=True)
     if not options.no_watch and folders:
         threading.Thread(target=_follow, args=(watcher,), name="cachescope-watch", daemon=True).start()
-    collecting.join()
     if options.no_serve:
         return 0
+    collecting.join()
     port = (
         options.port
         if options.port

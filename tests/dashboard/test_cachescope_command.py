@@ -3,6 +3,7 @@ home folder of its own: ``--help``, and with no arguments a dashboard of the hom
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -122,3 +123,27 @@ def test_cachescope_serves_the_home_s_claude_code_logs_with_a_printed_login(
     assert login.status == 200
     assert 'name="password"' in page
     assert (tmp_path / ".local" / "share" / "cachescope" / "cachescope.sqlite3").is_file()
+
+
+def test_cachescope_report_is_the_report_command_over_what_cachescope_ingested(
+    installed: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "claude-config" / "projects" / "-home-dev-project"
+    project.mkdir(parents=True)
+    (project / f"{SESSION}.jsonl").write_bytes(b"".join(conversation(3)))
+    env = home_env(tmp_path) | {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config")}
+
+    set_up = subprocess.run(
+        [str(installed / "cachescope"), "--no-serve"], env=env, capture_output=True, text=True, check=True
+    )
+    report = subprocess.run(
+        [str(installed / "cachescope"), "report", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert "stored 3 calls" in set_up.stdout
+    rows = json.loads(report.stdout)
+    assert [(row["session_id"], row["requests"]) for row in rows] == [(SESSION, 3)]
