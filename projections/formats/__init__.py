@@ -101,12 +101,13 @@ def detect_format(path: Path) -> str:
     raise FormatError(name, None, "format", f"unknown log format (known: {known}); force one with --format")
 
 
-RESUMABLE_FORMATS = frozenset({"claude-code", "codex"})
+RESUMABLE_FORMATS = frozenset({"claude-code", "codex", "dsh"})
 """Formats whose reader can take up a grown file where an earlier read stopped (a
-:class:`ResumePoint`). The others are read whole when they grow (what they held is found stored
-and skipped): a dsh log's reader checks its header and seqs from the start, and its projection
-cache is compared with the whole log; a capture or a claude-trace log is rarely appended to. Any of
-them is still skipped at the cost of one ``stat`` while it has not changed."""
+:class:`ResumePoint`): Claude Code transcripts, but for a file holding an inline sidechain (whose
+lines are grouped across the whole file), Codex rollouts, and plain dsh logs (a zstd one's offsets
+are of its decompressed stream). The others, captures and claude-trace logs, are read whole when
+they grow, and what they held is found stored and skipped. Any file is skipped at the cost of one
+``stat`` while it has not changed."""
 
 
 def read_log_file(
@@ -123,6 +124,9 @@ def read_log_file(
         return
     if format_name == "codex":
         yield from read_codex(path, resume=resume, end=end)
+        return
+    if format_name == "dsh":
+        yield read_dsh_session(path, resume=resume, end=end)
         return
     if resume is not None:
         raise CannotResume(f"{path}: a {format_name} log is read whole")

@@ -11,6 +11,7 @@ import pytest
 from dashboard.ingest.files import ingest_paths
 from dashboard.ingest.summary import IngestSummary
 from dashboard.models import Event, FileState, Request, Session
+from tests.dashboard.logs import write_dsh_log
 from tests.dashboard.transcript_lines import SESSION, call, conversation, prompt
 
 pytestmark = pytest.mark.django_db
@@ -210,3 +211,34 @@ def test_a_grown_codex_rollout_is_read_from_its_offset(tmp_path: Path) -> None:
     assert grown.files.resumed == 1
     assert grown.requests_added > 0
     assert stored() == fresh(path)
+
+
+def test_a_new_file_whose_first_line_is_half_written_waits_for_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    first, *rest = conversation(1)
+    write(path, [first[:40]])
+
+    waiting = ingest(path)
+    append(path, first[40:] + b"".join(rest))
+    whole = ingest(path)
+
+    assert waiting.files is not None
+    assert waiting.files.waiting == 1
+    assert waiting.sessions == 0
+    assert not Session.objects.filter(source__name="local").exclude(external_id=SESSION).exists()
+    assert whole.requests_added == 1
+
+
+def test_a_grown_dsh_log_is_read_from_its_offset(tmp_path: Path) -> None:
+    log = write_dsh_log(tmp_path / "s1" / "session.jsonl", session_id="s1", turns=3)
+    lines = log.read_bytes().splitlines(keepends=True)
+    write(log, lines[: len(lines) // 2])
+    ingest(log)
+
+    append(log, b"".join(lines[len(lines) // 2 :]))
+    grown = ingest(log)
+
+    assert grown.files is not None
+    assert grown.files.resumed == 1
+    assert grown.events_added == len(lines) - len(lines) // 2
+    assert stored() == fresh(log)

@@ -39,6 +39,8 @@ class FileCounts:
     """How many files an ingest skipped, took up where the last read stopped, or read whole."""
 
     unchanged: int = 0
+    waiting: int = 0
+    """New files whose first line is not whole yet."""
     resumed: int = 0
     whole: int = 0
     rewritten: int = 0
@@ -73,6 +75,21 @@ class _Pending:
     stat: os.stat_result
     look: FileLook
     state: FileState | None
+
+
+FIRST_LINE_PEEK = 64 * 1024
+
+
+def first_line_whole(path: Path) -> bool:
+    """Whether a new file's first line has its newline (or is longer than we peek at): one still
+    being written, a header or a session's first record, waits for it rather than be read as a
+    log that names no session."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(FIRST_LINE_PEEK)
+    except OSError:
+        return True  # the read names the problem
+    return b"\n" in head or len(head) == FIRST_LINE_PEEK
 
 
 class ChangedFiles:
@@ -114,6 +131,8 @@ class ChangedFiles:
                 look = file_look(path, stat, state)
                 if look.change is Change.UNCHANGED:
                     self.counts.unchanged += 1
+                elif state is None and not first_line_whole(path):
+                    self.counts.waiting += 1
                 else:
                     yield _Pending(path, stat, look, state)
         except OSError as error:
