@@ -137,8 +137,11 @@ def _dashboard(options: argparse.Namespace) -> int:
         print(f"No agent logs found yet (looked in {shown}).", flush=True)
     watcher = PathWatcher(folders, source_name=SOURCE, out=lambda line: print(line, flush=True))
     if folders:
-        summary = watcher.ingest_once()
-        print(f"{summary.sessions} sessions of the local logs are stored.", flush=True)
+        from dashboard.models import Session
+
+        watcher.ingest_once()
+        stored = Session.objects.filter(source__name=SOURCE).count()
+        print(f"{stored} sessions of the local logs are stored.", flush=True)
     if not options.no_watch and folders:
         threading.Thread(target=_follow, args=(watcher,), name="cachescope-watch", daemon=True).start()
     if options.no_serve:
