@@ -11,13 +11,9 @@ that ends a copied history).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from projections.formats.openai.codex_rollout import OpenCall, RolloutReader
 from projections.formats.reading.resume import time_from_json, time_to_json
 from projections.normalized import JSON
-
-if TYPE_CHECKING:
-    from projections.formats.openai.codex import RolloutReader
 
 STATE_VERSION = 1
 """Bumped when the state's shape changes; a state of another version is not resumed from."""
@@ -51,8 +47,6 @@ def rollout_state(rollout: RolloutReader) -> dict[str, JSON]:
 
 def rollout_restore(rollout: RolloutReader, state: dict[str, JSON]) -> None:
     """Put ``rollout`` back in the ``state`` :func:`rollout_state` took."""
-    from projections.formats.openai.codex import OpenCall
-
     rollout.seq = state["seq"]
     rollout.ordinal = state["ordinal"]
     rollout.turn = state["turn"]
