@@ -242,3 +242,21 @@ def test_a_grown_dsh_log_is_read_from_its_offset(tmp_path: Path) -> None:
     assert grown.files.resumed == 1
     assert grown.events_added == len(lines) - len(lines) // 2
     assert stored() == fresh(log)
+
+
+def test_a_rewritten_file_s_session_keeps_what_another_file_holds_of_it(tmp_path: Path) -> None:
+    # Two files holding lines of one session (a transcript and a copy that went on): rewriting the
+    # first deletes the session, and the second is read again, so nothing it holds is lost.
+    lines = conversation(3)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write(first, lines[:4])
+    write(second, lines)
+    ingest(tmp_path)
+
+    write(first, lines[:1])
+    again = ingest(tmp_path)
+
+    assert again.files is not None
+    assert again.files.rewritten == 1
+    assert stored() == fresh(tmp_path)
+    assert Request.objects.filter(session__source__name="local").count() == 3

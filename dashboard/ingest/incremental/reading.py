@@ -164,6 +164,7 @@ class ChangedFiles:
             # ones give (a call the file no longer holds, an event at a seq it now fills otherwise).
             Session.objects.filter(source=self.source, external_id__in=state.session_ids).delete()
             self.counts.rewritten += 1
+            self._read_again_sharing(state)
         point = resume_point(state) if state is not None and look.change is Change.GROWN else None
         if state is not None and format_name != state.format:
             point = None
@@ -193,6 +194,24 @@ class ChangedFiles:
                 point=end.point,
                 session_ids=names,
             )
+
+    def _read_again_sharing(self, rewritten: FileState) -> None:
+        """Forget the state of every other file that held one of the sessions just deleted, and read
+        it whole after the others: its part of those sessions went with them."""
+        names = set(rewritten.session_ids)
+        others = (
+            FileState.objects.filter(source=self.source).exclude(pk=rewritten.pk).only("path", "session_ids")
+        )
+        sharing = [other for other in others if names.intersection(other.session_ids)]
+        if not sharing:
+            return
+        FileState.objects.filter(pk__in=[other.pk for other in sharing]).delete()
+        queued = {pending.path for pending in self.pending}
+        for other in sharing:
+            path = Path(other.path)
+            if path not in queued and path.is_file():
+                # Appended to the list imports() walks, so this ingest reads it too.
+                self.pending.append(_Pending(path, path.stat(), FileLook(Change.NEW), None))
 
     def _sessions(
         self, path: Path, format_name: str, point: ResumePoint | None, end: ReadEnd
