@@ -156,6 +156,9 @@ def _dashboard(options: argparse.Namespace) -> int:
     try:
         call_command("runserver", f"{options.host}:{port}", use_reloader=False)
     except KeyboardInterrupt:
+        pass  # Ctrl-C: the server has stopped
+    finally:
+        # A stored batch is committed with its files' states, so stopping between two loses nothing.
         watcher.stop()
     return 0
 
