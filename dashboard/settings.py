@@ -17,6 +17,25 @@ from dashboard.access.client_address import trusted_proxy_networks
 from dashboard.env import env_bool, env_float, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _site_dir() -> Path:
+    """Where ``templates/`` and ``static/`` are: beside the packages in a checkout, under
+    ``share/cachescope`` of the environment or the user's base once installed (setup.py)."""
+    import site
+    import sys
+
+    for folder in (
+        BASE_DIR,
+        Path(sys.prefix) / "share/cachescope",
+        Path(site.getuserbase()) / "share/cachescope",
+    ):
+        if (folder / "templates").is_dir():
+            return folder
+    return BASE_DIR
+
+
+SITE_DIR = _site_dir()
 DATA_DIR = Path(env_str("CACHESCOPE_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 
 DEBUG = env_bool("DEBUG", False)
@@ -79,7 +98,7 @@ WSGI_APPLICATION = "dashboard.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -134,7 +153,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

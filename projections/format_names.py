@@ -17,3 +17,10 @@ FORMAT_NAMES: tuple[str, ...] = (
 )
 LOG_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.zstd", ".jsonl.zst", ".zstd", ".zst")
 """Names a folder walk reads; anything else there (README, .DS_Store, projection caches) is skipped."""
+PROJCACHE_NAME = "session_projcache.json"
+"""A dsh host's own projection rows, beside its log; read with the log, never as a log."""
+
+
+def is_log_name(name: str) -> bool:
+    """Whether a folder walk reads a file of this name: a log suffix, not hidden, not a projection cache."""
+    return not name.startswith(".") and name != PROJCACHE_NAME and name.endswith(LOG_SUFFIXES)

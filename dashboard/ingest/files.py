@@ -29,6 +29,7 @@ from dashboard.ingest.followups import (
     followups_pending,
     followups_record,
 )
+from dashboard.ingest.incremental.reading import ChangedFiles
 from dashboard.ingest.session_writer import write_session
 from dashboard.ingest.summary import IngestSummary
 from dashboard.jobs.tally import job_tally_add, job_tally_read
@@ -86,11 +87,17 @@ def ingest_paths(
     format: str | None = None,
     job: IngestJob | None = None,
     on_progress: ProgressCallback | None = None,
+    incremental: bool = False,
+    changed: ChangedFiles | None = None,
 ) -> IngestSummary:
     """Read every session under ``paths`` and store it under the source ``source_name``.
 
     Bad lines are collected in the summary (and on ``job`` when given); a path that cannot be read at
     all is reported as an error naming it, and the other paths go on.
+
+    ``incremental``: skip the files unchanged since this source's last incremental ingest of them,
+    and read a grown one from where that ingest stopped (:mod:`dashboard.ingest.incremental`);
+    ``changed``: those files, looked at already (the paths are then theirs).
     """
     summary = IngestSummary()
     try:
@@ -98,11 +105,21 @@ def ingest_paths(
         earlier = job_tally_read(job_id=job.pk) if job is not None else None
         source, _ = Source.objects.get_or_create(name=source_name)
         blocks = BlockStore()
+        if incremental and changed is None:
+            changed = ChangedFiles(paths, source=source, format=format, on_progress=on_progress)
+        if changed is not None:
+            # What looking at the files found comes first; reading them adds to the same list.
+            summary.errors = changed.errors
         # Each session's transaction deletes the outbox rows of the sessions before it; their
         # follow-ups are enqueued a batch of sessions at a time.
         with followups_clear_later(), followups_gathered() as gathered:
-            imports = _imports(paths, format, summary, on_progress)
-            while _store_group(imports, source, summary, blocks, job.pk if job is not None else None):
+            if changed is not None:
+                imports = changed.imports()
+            else:
+                imports = _imports(paths, format, summary, on_progress)
+            on_stored = changed.stored if changed is not None else None
+            job_id = job.pk if job is not None else None
+            while _store_group(imports, source, summary, blocks, job_id, on_stored):
                 pass
             link_parents(source)
     except (OperationalError, InterfaceError) as error:
@@ -111,6 +128,8 @@ def ingest_paths(
         raise DatabaseUnavailable(
             database_label(), unavailable_reason(error), summary.stored_text()
         ) from error
+    if changed is not None:
+        summary.files = changed.counts
     summary.followups_pending.extend(gathered.refused)
     if job is not None and earlier is not None:
         summary.include_earlier(earlier)
@@ -124,6 +143,7 @@ def _store_group(
     summary: IngestSummary,
     blocks: BlockStore,
     job_id: int | None = None,
+    on_stored: Callable[[SessionImport, Session | None], None] | None = None,
 ) -> bool:
     """Store sessions of ``imports`` in one transaction, each in a savepoint of its own, until
     :data:`GROUP_SESSIONS` are stored or :data:`GROUP_SECONDS` have passed; their usage rollups are
@@ -143,6 +163,8 @@ def _store_group(
         transaction.on_commit(summary.note_committed)
         for count, imported in enumerate(imports, start=1):
             stored = ingest_session(imported, source=source, summary=summary, blocks=blocks, rollups=rollups)
+            if on_stored is not None:
+                on_stored(imported, stored)
             if stored is not None and imported.format == "dsh":
                 _check_host_projections(Path(imported.path), source, summary)
             if count >= GROUP_SESSIONS or time.monotonic() - started >= GROUP_SECONDS:
@@ -231,10 +253,10 @@ def ingest_session(
     try:
         with gc_paused(), transaction.atomic():
             followups_clear_delivered()
-            requests_before = summary.requests_added
+            requests_before = summary.requests_added + summary.requests_completed
             written = write_session(imported, source, summary, blocks)
             session = written.session
-            if summary.requests_added > requests_before:
+            if summary.requests_added + summary.requests_completed > requests_before:
                 # In the session's transaction (or the caller's), so the overview's sums commit
                 # with the requests.
                 buckets = rollups or RollupBuckets()

@@ -17,6 +17,7 @@ from django.db import DatabaseError, OperationalError, close_old_connections, co
 from django.utils import timezone
 
 from dashboard.ingest.api.body import BodyRejected
+from dashboard.ingest.summary import IngestSummary
 from dashboard.ingest.uploads import upload_remove_files
 from dashboard.jobs.leases import Heartbeat, LeaseLost, lease_seconds
 from dashboard.models import IngestJob
@@ -25,7 +26,7 @@ from dashboard.storage.db_outage import DatabaseUnavailable
 from dashboard.storage.db_retry import retrying
 
 if TYPE_CHECKING:
-    from dashboard.ingest.summary import IngestSummary
+    from dashboard.ingest.incremental.reading import ChangedFiles
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +77,6 @@ def ingest_job_run(
 
 
 def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | None) -> IngestSummary:
-    # The readers and the writers load here, on the first job, rather than with the ingest page,
-    # the API and the command's --help, which import this module but may never run a job.
-    from dashboard.ingest.api.batches import api_batch_store
-    from dashboard.ingest.files import IngestSummary, ingest_paths, input_size, shown_on_job
-
     job = IngestJob.objects.get(pk=job_id)
     written = -PROGRESS_SECONDS
 
@@ -98,19 +94,52 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
         # An API batch's progress is the share of its sessions committed so far.
         advance(job.bytes_total * sessions // max(of, 1) - job.bytes_done)
 
+    source_name = job.source_name or DEFAULT_SOURCE
+    changed = None
+    try:
+        paths = [Path(p) for p in job.paths]
+        if job.kind == IngestJob.Kind.COMMAND:
+            # A command's files are the local ones it is run on again and again: each is read from
+            # where the last ingest of it stopped, and one unchanged costs a stat (which the bar's
+            # total would cost again). An upload's saved copies are new files every time.
+            changed = _changed_files(paths, source_name, job.format or None, advance)
+            if not changed.pending and not changed.errors:
+                return _nothing_changed(job, changed)
+    except (OperationalError, LeaseLost):
+        raise
+    except Exception as error:
+        ingest_job_fail(job_id=job_id, message=f"{type(error).__name__}: {error}")
+        raise
+
+    # The readers and the writers load here, on the first job with something to read, rather than
+    # with the ingest page, the API and the command's --help, which import this module but may
+    # never run a job.
+    from dashboard.ingest.files import ingest_paths, input_size, shown_on_job
+
+    tries = 0
+
     def attempt() -> IngestSummary:
+        nonlocal changed, tries
+        tries += 1
         job.bytes_done = 0
         if job.kind == IngestJob.Kind.API:
+            from dashboard.ingest.api.batches import api_batch_store
+
             return api_batch_store(job, on_step=stored)
-        paths = [Path(p) for p in job.paths]
-        job.bytes_total = input_size(paths)
-        job.save(update_fields=["bytes_total"])
+        if changed is not None and tries > 1:
+            # The attempt that deadlocked committed some files' new offsets: look again at what is
+            # left to read since.
+            changed = _changed_files(paths, source_name, job.format or None, advance)
+        if changed is None:
+            job.bytes_total = input_size(paths)
+            job.save(update_fields=["bytes_total"])
         return ingest_paths(
             paths=paths,
-            source_name=job.source_name or DEFAULT_SOURCE,
+            source_name=source_name,
             format=job.format or None,
             job=job,
             on_progress=advance,
+            changed=changed,
         )
 
     try:
@@ -132,6 +161,25 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
         # Stored now: the saved copies would only fill the disk. A failed job keeps them to retry.
         upload_remove_files(job)
     return summary
+
+
+def _changed_files(
+    paths: list[Path], source_name: str, format: str | None, on_progress: Callable[[int], None]
+) -> ChangedFiles:
+    from dashboard.ingest.incremental.reading import ChangedFiles
+    from dashboard.models import Source
+
+    source, _ = Source.objects.get_or_create(name=source_name)
+    return ChangedFiles(paths, source=source, format=format, on_progress=on_progress)
+
+
+def _nothing_changed(job: IngestJob, changed: ChangedFiles) -> IngestSummary:
+    """Finish a job whose files are all as its source's last ingest left them, without loading a
+    reader or the writer: what a refresh of unchanged logs costs is a stat a file."""
+    job.status = IngestJob.Status.DONE
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "finished_at"])
+    return IngestSummary(files=changed.counts)
 
 
 def ingest_job_fail(*, job_id: int, message: str) -> None:

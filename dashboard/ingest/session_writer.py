@@ -63,9 +63,17 @@ def write_session(
     last_seq = None if created else Event.objects.filter(session=session).aggregate(last=Max("seq"))["last"]
     events = EventWriter(session.pk, batch_size=BATCH_SIZE)
     repeats = RepeatedEvents(session, imported.path, events, summary)
-    stored_keys: set[str] = (
-        set() if created else set(Request.objects.filter(session=session).values_list("key", flat=True))
+    stored_keys: dict[str, tuple[int | None, ...]] = (
+        {}
+        if created
+        else {
+            key: tuple(usage)
+            for key, *usage in Request.objects.filter(session=session).values_list(
+                "key", *_PROMPT_COLUMNS, "output_tokens"
+            )
+        }
     )
+    completed = 0
     next_ordinal = len(stored_keys)
     requests: list[Request] = []
     pending_units = 0
@@ -89,8 +97,9 @@ def write_session(
         elif isinstance(item, RequestRecord):
             if item.key in stored_keys:
                 summary.duplicate_requests += 1
+                completed += _complete_request(session, item, stored_keys)
                 continue
-            stored_keys.add(item.key)
+            stored_keys[item.key] = ()
             row = request_row(session, item, next_ordinal, blocks, imported.path, summary.errors)
             session.client_version = item.client_version or session.client_version
             row.event_seq = answering_seq(previous)
@@ -134,9 +143,10 @@ def write_session(
 
     summary.events_added += added_events
     summary.requests_added += added_requests
+    summary.requests_completed += completed
     if created:
         summary.sessions_added += 1
-    elif added_events or added_requests:
+    elif added_events or added_requests or completed:
         summary.sessions_updated += 1
     else:
         summary.sessions_unchanged += 1
@@ -223,6 +233,34 @@ def _session_fields(imported: SessionImport) -> dict[str, object]:
         "source_path": imported.path[-1000:],
         "labels": dict(imported.labels),
     }
+
+
+_PROMPT_COLUMNS = (
+    "uncached_input_tokens",
+    "cache_read_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+)
+
+
+def _complete_request(
+    session: Session, item: RequestRecord, stored: dict[str, tuple[int | None, ...]]
+) -> int:
+    """Complete a stored request whose call was still being written when it was stored: a transcript
+    gives a call's partial output count on its first line and the final one on its last, while its
+    prompt buckets stay those stored. 1 when the stored row took the larger count, else 0."""
+    usage = item.usage
+    known = stored[item.key]
+    if usage is None or usage.output is None or len(known) != len(_PROMPT_COLUMNS) + 1:
+        return 0
+    prompt = (usage.uncached_input, usage.cache_read, usage.cache_write_5m, usage.cache_write_1h)
+    if prompt != known[:-1] or (known[-1] is not None and usage.output <= known[-1]):
+        return 0
+    Request.objects.filter(session=session, key=item.key).update(
+        output_tokens=usage.output, usage_raw=dict(usage.raw)
+    )
+    stored[item.key] = (*prompt, usage.output)
+    return 1
 
 
 def _flush_requests(rows: list[Request]) -> int:

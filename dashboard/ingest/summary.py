@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from projections.normalized import LineError, LineNotice
+
+if TYPE_CHECKING:
+    from dashboard.ingest.incremental.reading import FileCounts
 
 
 @dataclass
@@ -16,6 +20,8 @@ class IngestSummary:
     sessions_unchanged: int = 0
     events_added: int = 0
     requests_added: int = 0
+    requests_completed: int = 0
+    """Stored requests whose call was still being written then, given its final output count now."""
     duplicate_events: int = 0
     """Events skipped because the stored log already holds their seq with the same type."""
     duplicate_requests: int = 0
@@ -31,6 +37,8 @@ class IngestSummary:
     """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
     committed: dict[str, int] = field(default_factory=dict)
     """The added counts as of the last commit (:meth:`note_committed`): what is stored for sure."""
+    files: FileCounts | None = None
+    """For an incremental ingest, the files it skipped, took up or read whole."""
 
     @property
     def sessions(self) -> int:

@@ -3,6 +3,7 @@
 from dashboard.models.alerts import Alert, AlertNotification, AlertRule
 from dashboard.models.analysis import RequestAnalysis, SessionAnalysis
 from dashboard.models.costs import ModelPrice, SessionCostLedger
+from dashboard.models.file_states import FileState
 from dashboard.models.followups import PendingFollowup
 from dashboard.models.host_notes import HostNote
 from dashboard.models.ingest import IngestError, IngestJob, IngestNotice
@@ -26,6 +27,7 @@ __all__ = [
     "ApiToken",
     "Block",
     "Event",
+    "FileState",
     "FoldRun",
     "FoldRunResult",
     "HostNote",

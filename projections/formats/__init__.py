@@ -12,12 +12,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from projections.format_names import FORMAT_NAMES, LOG_SUFFIXES
+from projections.format_names import FORMAT_NAMES, LOG_SUFFIXES, is_log_name
 from projections.formats.anthropic.claude_code import TRANSCRIPT_TYPES, read_claude_code
 from projections.formats.anthropic.claude_trace import is_claude_trace_record, read_claude_trace
 from projections.formats.anthropic.connectome import is_connectome_record, read_connectome
 from projections.formats.dsh.projcache import (
-    PROJCACHE_NAME,
     ProjCache,
     ProjCacheRow,
     find_projcaches,
@@ -26,6 +25,7 @@ from projections.formats.dsh.projcache import (
 from projections.formats.dsh.sessions import read_dsh_session
 from projections.formats.openai.codex import is_codex_record, read_codex
 from projections.formats.reading.lines import LogLines, is_zstd_path
+from projections.formats.reading.resume import CannotResume, ReadEnd, ResumePoint
 from projections.formats.traffic.captures import (
     ANTHROPIC_FORMAT,
     OPENAI_FORMAT,
@@ -38,12 +38,16 @@ from projections.normalized import JSON, FormatError, SessionImport
 __all__ = [
     "FORMAT_NAMES",
     "LOG_SUFFIXES",
+    "RESUMABLE_FORMATS",
+    "CannotResume",
     "FormatError",
     "ProjCache",
     "ProjCacheRow",
     "detect_format",
     "find_projcaches",
     "is_log_name",
+    "iter_log_files",
+    "read_log_file",
     "read_projcache",
     "read_sessions",
 ]
@@ -97,6 +101,38 @@ def detect_format(path: Path) -> str:
     raise FormatError(name, None, "format", f"unknown log format (known: {known}); force one with --format")
 
 
+RESUMABLE_FORMATS = frozenset({"claude-code", "codex", "dsh"})
+"""Formats whose reader can take up a grown file where an earlier read stopped (a
+:class:`ResumePoint`): Claude Code transcripts, but for a file holding an inline sidechain (whose
+lines are grouped across the whole file), Codex rollouts, and plain dsh logs (a zstd one's offsets
+are of its decompressed stream). The others, captures and claude-trace logs, are read whole when
+they grow, and what they held is found stored and skipped. Any file is skipped at the cost of one
+``stat`` while it has not changed."""
+
+
+def read_log_file(
+    path: Path, format_name: str, *, resume: ResumePoint | None = None, end: ReadEnd | None = None
+) -> Iterator[SessionImport]:
+    """The sessions of one log file of a known format.
+
+    ``end``: filled in with where a later read can take up, once the sessions are exhausted (left
+    ``None`` for a format not in :data:`RESUMABLE_FORMATS`). ``resume``: such a point, to read only
+    what the file gained since; raises :class:`CannotResume` when the file must be read whole.
+    """
+    if format_name == "claude-code":
+        yield from read_claude_code(path, resume=resume, end=end)
+        return
+    if format_name == "codex":
+        yield from read_codex(path, resume=resume, end=end)
+        return
+    if format_name == "dsh":
+        yield read_dsh_session(path, resume=resume, end=end)
+        return
+    if resume is not None:
+        raise CannotResume(f"{path}: a {format_name} log is read whole")
+    yield from _read_file(path, format_name)
+
+
 def _read_file(path: Path, format_name: str) -> Iterator[SessionImport]:
     if format_name == "dsh":
         yield read_dsh_session(path)
@@ -110,11 +146,6 @@ def _read_file(path: Path, format_name: str) -> Iterator[SessionImport]:
         yield from read_codex(path)
     else:
         yield from _read_capture(path, format_name)
-
-
-def is_log_name(name: str) -> bool:
-    """Whether a folder walk reads a file of this name: a log suffix, not hidden, not a projection cache."""
-    return not name.startswith(".") and name != PROJCACHE_NAME and name.endswith(LOG_SUFFIXES)
 
 
 def iter_log_files(folder: Path) -> Iterator[Path]:

@@ -110,7 +110,8 @@ def test_the_ingest_command_reads_codex_by_detection_or_when_forced(codex_home: 
     assert "1 sessions (1 new, 0 updated, 0 unchanged)" in out
     assert "3 requests added" in out
     out = run("ingest", str(codex_home))
-    assert "4 sessions (3 new, 0 updated, 1 unchanged)" in out
+    assert "3 sessions (3 new, 0 updated, 0 unchanged)" in out
+    assert "1 files unchanged" in out
     with pytest.raises(CommandError, match="invalid choice: 'codex-cli'"):
         run("ingest", str(codex_home), "--format", "codex-cli")
 

@@ -126,6 +126,9 @@ def test_an_ingest_skips_the_system_checks_that_import_every_view(tmp_path: Path
         check=True,
     )
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "dashboard.ingest.files" in loaded
+    assert "dashboard.ingest.incremental.reading" in loaded
+    # Nothing to read in the folder: neither the readers nor the writer load.
+    assert "dashboard.ingest.files" not in loaded
+    assert "projections.formats" not in loaded
     assert "dashboard.urls" not in loaded
     assert not {name for name in loaded if name.startswith("dashboard.views")}

@@ -37,8 +37,9 @@ from dashboard.ingest.followups import followups_gathered
 from dashboard.jobs.tally import job_tally_add
 from dashboard.models import Source
 from dashboard.storage.db_retry import retrying
+from projections.events import is_known_event_type
 from projections.formats.dsh.sessions import FORMAT as DSH_FORMAT
-from projections.formats.dsh.sessions import decode_record, is_known_event_type, parse_header
+from projections.formats.dsh.sessions import decode_record, parse_header
 from projections.formats.reading.storable import TooDeep, decode_storable
 from projections.formats.traffic.captures import ANTHROPIC_FORMAT, OPENAI_FORMAT, parse_capture_record
 from projections.formats.traffic.exchanges import BadRecord

@@ -1,4 +1,8 @@
-"""``manage.py ingest PATH... [--format F] [--source NAME]``: store agent logs in the dashboard."""
+"""``manage.py ingest PATH... [--format F] [--source NAME] [--watch]``: store agent logs in the dashboard.
+
+Each file is read from where the last ingest of it stopped; an unchanged one costs a ``stat``.
+``--watch`` goes on following the paths and stores what is written to them as it comes.
+"""
 
 from __future__ import annotations
 
@@ -31,9 +35,18 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=FORMAT_NAMES, help="Read every file as this format.")
         parser.add_argument("--source", default="local", help="The source (agent host) to file them under.")
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+        parser.add_argument(
+            "--watch", action="store_true", help="Go on following the paths; stop with Ctrl-C."
+        )
+        parser.add_argument(
+            "--poll", action="store_true", help="With --watch: poll the files rather than wait for events."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         paths: list[Path] = options["paths"]
+        if options["watch"]:
+            self._watch(paths, options)
+            return
         job = IngestJob.objects.create(
             kind=IngestJob.Kind.COMMAND,
             label=", ".join(str(p) for p in paths)[:500],
@@ -78,7 +91,14 @@ class Command(BaseCommand):
                 "{duplicate_events} duplicate events, {duplicate_requests} duplicate requests skipped; "
                 "{errors} errors, {notices} notices".format(**counts)
             )
-            if not summary.events_added and not summary.requests_added and summary.duplicates:
+            files = summary.files
+            if files is not None and (files.unchanged or files.resumed):
+                self.stdout.write(
+                    f"{files.unchanged} files unchanged, {files.resumed} read from where the last ingest "
+                    f"stopped, {files.whole} read whole ({files.rewritten} of them rewritten since)"
+                )
+            unchanged = summary.duplicates or (files is not None and files.unchanged)
+            if not summary.events_added and not summary.requests_added and unchanged:
                 self.stdout.write("Nothing new: everything in these files was already stored.")
             if summary.followups_pending:
                 self.stderr.write(
@@ -87,3 +107,20 @@ class Command(BaseCommand):
                 )
         if summary.errors and not summary.sessions:
             raise CommandError(f"no session could be read; {len(summary.errors)} errors")
+
+    def _watch(self, paths: list[Path], options: dict[str, Any]) -> None:
+        from dashboard.ingest.incremental.watch import PathWatcher
+
+        watcher = PathWatcher(
+            paths,
+            source_name=options["source"],
+            format=options["format"],
+            out=self.stdout.write,
+            polling=options["poll"],
+        )
+        self.stdout.write(f"Watching {', '.join(str(p) for p in paths)}; stop with Ctrl-C.")
+        try:
+            watcher.run()
+        except KeyboardInterrupt:
+            watcher.stop()
+            self.stdout.write("Stopped watching.")

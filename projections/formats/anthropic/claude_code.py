@@ -9,18 +9,35 @@ client, not the model, and are not calls. Subagents live in ``<session>/subagent
 (or, in older layouts, ``agent-*.jsonl`` beside the sessions) or inline as ``isSidechain`` lines;
 each becomes its own session linked to its parent. The compaction subagent (``agent-acompact-*``,
 2.1.x) makes a compaction's summarising call: its calls get the lineage ``compaction``.
+
+A transcript grows by lines appended at its end, so a read can stop after its last whole line and
+the next read take up there with the transcript's state (:func:`read_claude_code` with ``resume``
+and ``end``). Inline sidechains cannot: their lines are grouped by a root found across the whole
+file, so a file that holds one is read whole each time it grows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from projections.formats.anthropic.claude_code_state import (
+    STATE_VERSION,
+    transcript_restore,
+    transcript_state,
+)
 from projections.formats.anthropic.claude_code_transcript import Transcript
 from projections.formats.reading.lines import LogLines
+from projections.formats.reading.resume import (
+    CannotResume,
+    ReadEnd,
+    ResumePoint,
+    time_from_json,
+    time_to_json,
+)
 from projections.formats.reading.storable import TooDeep, decode_storable
 from projections.formats.reading.times import optional_time, parse_time
 from projections.normalized import (
@@ -37,7 +54,6 @@ TRANSCRIPT_TYPES = frozenset(
 )
 """Record kinds that identify a transcript; any other kind inside one is tolerated and skipped."""
 _HEAD_SCAN_LINES = 200
-_Keep = Callable[[dict[str, JSON]], bool]
 _SIDECHAIN_MARKERS = (b'"isSidechain":true', b'"isSidechain": true')
 COMPACTION_AGENT = "acompact"
 """How the id of Claude Code's compaction subagent starts (``agentId: "acompact-e1f845"``)."""
@@ -74,9 +90,24 @@ def _scan_head(path: Path) -> _Head:
     return head
 
 
-def read_claude_code(path: Path) -> Iterator[SessionImport]:
-    """The sessions of one transcript file: the session itself, then each inline sidechain."""
+def read_claude_code(
+    path: Path, *, resume: ResumePoint | None = None, end: ReadEnd | None = None
+) -> Iterator[SessionImport]:
+    """The sessions of one transcript file: the session itself, then each inline sidechain.
+
+    ``resume``: a point an earlier read of this file left in ``end``; the lines after it are read
+    and what they add is emitted. Raises :class:`CannotResume` before emitting anything when the
+    point is of another state version or the new lines hold an inline sidechain.
+    """
+    if resume is not None:
+        yield _resumed(path, resume, end)
+        return
     head = _scan_head(path)
+    if end is not None and not head.session_id:
+        # No line names the session yet (a transcript whose first line is a file-history
+        # snapshot): nothing is stored under a made-up id, and the next read takes the file whole.
+        end.point = None
+        return
     stem = path.name.removesuffix(".jsonl")
     if stem.startswith("agent-") or (head.sidechain and head.agent_id):
         external_id = stem if stem.startswith("agent-") else f"agent-{head.agent_id}"
@@ -85,18 +116,44 @@ def read_claude_code(path: Path) -> Iterator[SessionImport]:
         compaction = head.agent_id.startswith(COMPACTION_AGENT) or stem.startswith(
             f"agent-{COMPACTION_AGENT}"
         )
-        session.items = _items(path, session, "compaction" if compaction else "subagent", lambda value: True)
+        lineage: Lineage = "compaction" if compaction else "subagent"
+        session.items = _items(path, session, lineage, None, end)
         yield session
         return
+    # Read whole, a transcript no line names is the session of the file's name.
     main_id = head.session_id or stem
     session = _session(path, head, main_id, None, "main")
-    session.items = _items(path, session, "main", lambda value: value.get("isSidechain") is not True)
+    session.items = _items(path, session, "main", None, end)
     yield session
-    for root, places in _sidechain_places(path).items():
+    places = _sidechain_places(path)
+    if places and end is not None:
+        end.point = None
+    for root, lines in places.items():
         side = _session(path, head, f"sidechain-{root}", main_id, "subagent")
         side.started_at = None
-        side.items = _items_at(path, side, places)
+        side.items = _items_at(path, side, lines)
         yield side
+
+
+def _resumed(path: Path, point: ResumePoint, end: ReadEnd | None) -> SessionImport:
+    """The session of a transcript read from ``point`` on."""
+    state = point.state
+    if state.get("version") != STATE_VERSION:
+        raise CannotResume(f"{path}: the stored reading state is of another version")
+    if _sidechain_places(path, start=point.offset, lines_before=point.line):
+        raise CannotResume(f"{path}: new lines hold an inline sidechain, read with the whole file")
+    session = SessionImport(
+        external_id=state["external_id"],
+        format=FORMAT,
+        path=str(path),
+        items=iter(()),
+        cwd=state["cwd"],
+        started_at=time_from_json(state["started_at"]),
+        parent_external_id=state["parent"],
+        lineage=state["lineage"],
+    )
+    session.items = _items(path, session, session.lineage, point, end)
+    return session
 
 
 def _session(
@@ -114,25 +171,61 @@ def _session(
     )
 
 
-def _items(path: Path, session: SessionImport, lineage: Lineage, keep: _Keep) -> Iterator[SessionItem]:
+def _items(
+    path: Path, session: SessionImport, lineage: Lineage, start: ResumePoint | None, end: ReadEnd | None
+) -> Iterator[SessionItem]:
+    """The items of a transcript's own session (its inline sidechain lines left out), from ``start``."""
     transcript = Transcript(str(path), lineage, session)
-    with LogLines(path) as log:
+    if start is not None:
+        transcript_restore(transcript, start.state["transcript"])
+    stop: ResumePoint | None = None
+    offset, lines_before = (start.offset, start.line) if start is not None else (0, 0)
+    with LogLines(path, start=offset, lines_before=lines_before) as log:
         for line in log.json_lines():
+            if end is not None and not line.terminated:
+                # A last line without its newline may be half written: read it now, as a whole
+                # read would, but take up before it next time.
+                stop = _stop(log, transcript, session)
             if line.error is not None:
                 yield line.error
             if line.notice is not None:
                 yield line.notice
-            if line.value is not None and keep(line.value):
-                yield from transcript.feed(line.value, line.number)
+            value = line.value
+            # A subagent's file (the compaction subagent's too) is all sidechain lines, and all its own.
+            if value is not None and (
+                lineage in ("subagent", "compaction") or value.get("isSidechain") is not True
+            ):
+                yield from transcript.feed(value, line.number)
         session.crash_tail = log.crash_tail
-    yield from transcript.finish()
+        if end is not None and stop is None:
+            stop = _stop(log, transcript, session)
+    yield from transcript.finish(growing=end is not None)
+    if end is not None:
+        end.point = stop
 
 
-def _sidechain_places(path: Path) -> dict[str, list[tuple[int, int]]]:
-    """Byte offset and line number of every inline sidechain line, grouped by the sidechain's root uuid."""
+def _stop(log: LogLines, transcript: Transcript, session: SessionImport) -> ResumePoint:
+    """Where a later read takes up: after the last whole line, in the transcript's state there."""
+    state: dict[str, JSON] = {
+        "version": STATE_VERSION,
+        "external_id": session.external_id,
+        "cwd": session.cwd,
+        "started_at": time_to_json(session.started_at),
+        "parent": session.parent_external_id,
+        "lineage": session.lineage,
+        "transcript": transcript_state(transcript),
+    }
+    return ResumePoint(log.consumed, log.consumed_lines, state)
+
+
+def _sidechain_places(
+    path: Path, *, start: int = 0, lines_before: int = 0
+) -> dict[str, list[tuple[int, int]]]:
+    """Byte offset and line number of every inline sidechain line (after ``start``), grouped by the
+    sidechain's root uuid."""
     roots: dict[str, str] = {}
     places: dict[str, list[tuple[int, int]]] = {}
-    with LogLines(path) as log:
+    with LogLines(path, start=start, lines_before=lines_before) as log:
         for raw in log.raw_lines():
             if raw.data is None or not any(marker in raw.data for marker in _SIDECHAIN_MARKERS):
                 continue

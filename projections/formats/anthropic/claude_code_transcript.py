@@ -34,7 +34,11 @@ SYNTHETIC_MODEL = "<synthetic>"
 """The model named on lines the client wrote itself; they are not calls."""
 
 
-def _prompt(usage: Usage) -> tuple[int | None, int | None, int | None]:
+Prompt = tuple[int | None, int | None, int | None]
+"""Uncached input, cache read and cache write of a call."""
+
+
+def _prompt(usage: Usage) -> Prompt:
     """The prompt buckets of a usage, which every line of one call reports alike."""
     return (usage.uncached_input, usage.cache_read, usage.cache_write)
 
@@ -46,7 +50,9 @@ def _client_version(value: dict[str, JSON]) -> str:
 
 
 @dataclass(slots=True)
-class _Call:
+class PendingCall:
+    """A call whose lines are still coming in."""
+
     key: tuple[str, str]
     message_id: str
     request_id: str
@@ -61,7 +67,9 @@ class _Call:
 
 
 @dataclass(slots=True)
-class _Compaction:
+class OpenCompaction:
+    """A compaction boundary whose summary has not come yet."""
+
     compaction_id: str
     pre_tokens: int | None
     turn: int
@@ -82,11 +90,11 @@ class Transcript(EventSequence):
         self.prices: dict[int, int] = {}
         """The meter's price of each surface node, so a compaction can state what it replaces."""
         self.tool_names: dict[str, str] = {}
-        self.pending: _Call | None = None
+        self.pending: PendingCall | None = None
         self.held: list[tuple[dict[str, JSON], int]] = []
-        self.done_keys: dict[tuple[str, str], Usage | None] = {}
-        """Calls already emitted, with the usage they were counted with."""
-        self.compaction: _Compaction | None = None
+        self.done_keys: dict[tuple[str, str], Prompt | None] = {}
+        """Calls already emitted, with the prompt usage they were counted with."""
+        self.compaction: OpenCompaction | None = None
         self.model = ""
 
     def _noted(self, event: EventRecord) -> None:
@@ -127,10 +135,15 @@ class Transcript(EventSequence):
             yield from self._flush()
             yield from self._boundary(value, number, time)
 
-    def finish(self) -> Iterator[SessionItem]:
-        """The items still held at the end of the transcript."""
+    def finish(self, *, growing: bool = False) -> Iterator[SessionItem]:
+        """The items still held at the end of the transcript.
+
+        ``growing``: the transcript may still be written, so a compaction boundary at its end is left
+        open for the summary line that follows it, not ended as one without a summary. A call is
+        emitted all the same, so that it is stored while the session waits for its user.
+        """
         yield from self._flush()
-        if self.compaction is not None:
+        if self.compaction is not None and not growing:
             yield from self._end_compaction(None, None, "no compact summary followed the boundary")
 
     def _assistant(self, value: dict[str, JSON], number: int, time: datetime | None) -> Iterator[SessionItem]:
@@ -155,18 +168,18 @@ class Transcript(EventSequence):
                 # A straggler of a call already emitted: its tokens are counted once. A straggler
                 # whose prompt usage disagrees is a second call under the same ids, which is an error.
                 counted = self.done_keys[key]
-                if usage is not None and counted is not None and _prompt(usage) != _prompt(counted):
+                if usage is not None and counted is not None and _prompt(usage) != counted:
                     yield LineError(
                         self.path,
                         number,
                         "message.usage",
                         f"call message.id {message_id!r} requestId {request_id!r} was already counted "
-                        f"with prompt usage {_prompt(counted)} (input, cache read, cache write); this "
+                        f"with prompt usage {counted} (input, cache read, cache write); this "
                         f"line reports {_prompt(usage)} and is not counted",
                     )
                 return
             yield from self._flush()
-            self.pending = _Call(
+            self.pending = PendingCall(
                 key=key,
                 message_id=message_id,
                 request_id=request_id,
@@ -189,7 +202,7 @@ class Transcript(EventSequence):
         if call is None:
             return
         self.pending = None
-        self.done_keys[call.key] = call.usage
+        self.done_keys[call.key] = _prompt(call.usage) if call.usage is not None else None
         self.step += 1
         self.model = call.model or self.model
         for block in call.blocks:
@@ -295,7 +308,7 @@ class Transcript(EventSequence):
             )
             pre_tokens = None
         compaction_id = str(value.get("uuid") or f"line-{number}")
-        self.compaction = _Compaction(compaction_id, pre_tokens, self.turn)
+        self.compaction = OpenCompaction(compaction_id, pre_tokens, self.turn)
         yield self._event(
             "compaction/start", time, {"compactionId": compaction_id, "turn": self.turn}, number
         )

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from projections.format_names import PROJCACHE_NAME
 from projections.formats.dsh.sessions import read_header
 from projections.normalized import JSON, FormatError, LineError
 
-PROJCACHE_NAME = "session_projcache.json"
 MAX_PROJCACHE_BYTES = 64 * 1024 * 1024
 """Projection caches are small JSON documents; a larger file is refused before it is read."""
 SESSION_LOG_NAMES = ("session.jsonl.zstd", "session.jsonl")

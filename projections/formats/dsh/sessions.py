@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from projections.events import current_spelling, is_known_event_type
 from projections.formats.dsh.calls import DshCalls
+from projections.formats.dsh.event_order import STATE_VERSION, EventOrder
 from projections.formats.dsh.seqs import SeqOrder
 from projections.formats.reading.limits import MAX_EVENT_TYPE, MAX_SEQ, MAX_SOURCE_SEQS
-from projections.formats.reading.lines import LogLines
+from projections.formats.reading.lines import LogLines, is_zstd_path
+from projections.formats.reading.resume import (
+    CannotResume,
+    ReadEnd,
+    ResumePoint,
+)
 from projections.formats.reading.times import parse_time
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
 from projections.wall_clock import is_wall_clock
@@ -109,8 +114,18 @@ def _session_name(path: Path) -> str:
     return path.parent.name if path.name.startswith("session.jsonl") else path.name.split(".")[0]
 
 
-def read_dsh_session(path: Path) -> SessionImport:
-    """One dsh session from ``path``; a refused header gives a session with ``fatal`` set and no items."""
+def read_dsh_session(
+    path: Path, *, resume: ResumePoint | None = None, end: ReadEnd | None = None
+) -> SessionImport:
+    """One dsh session from ``path``; a refused header gives a session with ``fatal`` set and no items.
+
+    ``resume``: a point an earlier read of this plain log left in ``end``; the events after it are
+    read (the header is read again: it is the first line). A zstd log is read whole: its offsets
+    are of the decompressed stream. Raises :class:`CannotResume` when the point is of another state
+    version.
+    """
+    if resume is not None and resume.state.get("version") != STATE_VERSION:
+        raise CannotResume(f"{path}: the stored reading state is of another version")
     try:
         header = read_header(path)
     except FormatError as error:
@@ -129,18 +144,32 @@ def read_dsh_session(path: Path) -> SessionImport:
         parent_external_id=header.parent_session,
         lineage="subagent" if header.delegation_depth > 0 else "main",
     )
-    session.items = _session_items(path, session)
+    if is_zstd_path(path):
+        if resume is not None:
+            raise CannotResume(f"{path}: a zstd log is read whole")
+        end = None
+    session.items = _session_items(path, session, resume, end)
     return session
 
 
-def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
+def _session_items(
+    path: Path, session: SessionImport, start: ResumePoint | None, end: ReadEnd | None
+) -> Iterator[SessionItem]:
     name = str(path)
-    order = SeqOrder(name)
+    reading = EventOrder(SeqOrder(name))
     calls = DshCalls(name, session.lineage)
-    with LogLines(path) as log:
+    if start is not None:
+        reading.restore(start.state, session, calls)
+    stop: ResumePoint | None = None
+    offset, lines_before = (start.offset, start.line) if start is not None else (0, 0)
+    with LogLines(path, start=offset, lines_before=lines_before) as log:
         lines = log.json_lines()
-        next(lines, None)  # the header, validated by read_header
+        if start is None:
+            next(lines, None)  # the header, validated by read_header
         for line in lines:
+            if end is not None and not line.terminated:
+                # A last line without its newline may be half written: take up before it next time.
+                stop = ResumePoint(log.consumed, log.consumed_lines, reading.state(session, calls))
             if line.error is not None:
                 yield line.error
             if line.notice is not None:
@@ -153,24 +182,15 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
                 yield LineError(name, line.number, bad.field, bad.reason)
                 continue
             for event in events:
-                refused = order.admit(event)
-                if refused is not None:
-                    yield refused
-                    continue
-                if not event.ignorable and not is_known_event_type(event.type) and not session.unfoldable:
-                    session.unfoldable = (
-                        f"seq {event.seq}: unknown event type '{event.type}' without ignorable"
-                    )
-                if event.time is not None:
-                    session.ended_at = event.time
-                yield event
-                call = calls.observe(current_spelling(event))
-                if call is not None:
-                    yield call
+                yield from reading.check(event, session, calls)
         session.crash_tail = log.crash_tail
-    gaps = order.gaps_notice()
+        if end is not None and stop is None:
+            stop = ResumePoint(log.consumed, log.consumed_lines, reading.state(session, calls))
+    gaps = reading.seqs.gaps_notice()
     if gaps is not None:
         yield gaps
+    if end is not None:
+        end.point = stop
 
 
 def _int(value: JSON, field: str) -> int:

@@ -36,6 +36,8 @@ class RawLine:
     data: bytes | None
     terminated: bool
     error: str = ""
+    end: int = 0
+    """Byte offset just after the line, newline included (a refused line's bytes count too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,8 @@ class JsonLine:
     value: dict[str, JSON] | None
     error: LineError | None = None
     notice: LineNotice | None = None
+    terminated: bool = True
+    """Whether the line ended with its newline; only a file's last line can lack one."""
 
 
 def is_zstd_path(path: Path) -> bool:
@@ -62,10 +66,14 @@ def is_zstd_path(path: Path) -> bool:
 
 
 def iter_raw_lines(
-    stream: BinaryIO, *, start: int = 0, max_line_bytes: int = MAX_LINE_BYTES
+    stream: BinaryIO, *, start: int = 0, max_line_bytes: int = MAX_LINE_BYTES, lines_before: int = 0
 ) -> Iterator[RawLine]:
-    """Split ``stream`` into lines of at most ``max_line_bytes``; a longer line is refused, not kept."""
-    number = 0
+    """Split ``stream`` into lines of at most ``max_line_bytes``; a longer line is refused, not kept.
+
+    ``start`` and ``lines_before``: the byte offset and the number of lines of the file before the
+    stream's position, so that offsets and line numbers stay those of the whole file.
+    """
+    number = lines_before
     offset = start
     while True:
         data = stream.readline(max_line_bytes + 1)
@@ -82,10 +90,10 @@ def iter_raw_lines(
                 length += len(more)
                 terminated = more.endswith(b"\n")
             reason = f"line of {length} bytes exceeds the {max_line_bytes}-byte limit"
-            yield RawLine(number, offset, None, terminated, reason)
+            yield RawLine(number, offset, None, terminated, reason, offset + length)
             offset += length
             continue
-        yield RawLine(number, offset, data, data.endswith(b"\n"))
+        yield RawLine(number, offset, data, data.endswith(b"\n"), end=offset + len(data))
         offset += len(data)
 
 
@@ -95,13 +103,23 @@ class LogLines:
     After iteration, ``crash_tail`` describes a dropped incomplete record (a truncated zstd frame,
     or an unterminated last line that is not valid JSON), and ``corrupted`` tells whether reading
     stopped at a corrupted zstd frame (reported as a line error).
+
+    ``start`` and ``lines_before`` resume a plain log after its first ``lines_before`` lines, which
+    end at byte ``start``. While lines are read, ``consumed`` and ``consumed_lines`` follow the end of
+    the last line read whole, newline included: where a later read of the grown file takes up.
     """
 
-    def __init__(self, path: Path, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+    def __init__(
+        self, path: Path, *, max_line_bytes: int = MAX_LINE_BYTES, start: int = 0, lines_before: int = 0
+    ) -> None:
         self.path = path
         self.max_line_bytes = max_line_bytes
         self.crash_tail = ""
         self.corrupted = False
+        self.start = start
+        self.lines_before = lines_before
+        self.consumed = start
+        self.consumed_lines = lines_before
         self._file: BinaryIO | None = None
         self._frames: ZstdFramesStream | None = None
         self._stream: BinaryIO | None = None
@@ -110,10 +128,13 @@ class LogLines:
         fh = self.path.open("rb")
         self._file = fh
         if is_zstd_file(fh.read(4)) or self.path.name.endswith(ZSTD_SUFFIXES):
+            if self.start:
+                fh.close()
+                raise ValueError(f"{self.path}: a zstd log is read from its start only")
             self._frames = ZstdFramesStream(fh)
             self._stream = io.BufferedReader(self._frames, buffer_size=1 << 16)
         else:
-            fh.seek(0)
+            fh.seek(self.start)
             self._stream = fh
         return self
 
@@ -137,11 +158,18 @@ class LogLines:
         """Every line, bounded; a zstd corruption ends the stream with one refused line."""
         if self._stream is None:
             raise ValueError(f"{self.path}: LogLines used outside its context")
-        last_number = 0
-        last_offset = 0
+        last_number = self.lines_before
+        last_offset = self.start
+        lines = iter_raw_lines(
+            self._stream, start=self.start, max_line_bytes=self.max_line_bytes, lines_before=self.lines_before
+        )
         try:
-            for line in iter_raw_lines(self._stream, max_line_bytes=self.max_line_bytes):
+            for line in lines:
                 last_number, last_offset = line.number, line.offset + len(line.data or b"")
+                if line.terminated:
+                    # Counted before the line is handed on: a reader's state taken after the loop
+                    # has seen it, and one taken before an unterminated line has not.
+                    self.consumed, self.consumed_lines = line.end, line.number
                 yield line
         except ZstdCorruption as corruption:
             self.corrupted = True
@@ -178,7 +206,7 @@ class LogLines:
                 yield JsonLine(line.number, line.offset, None, LineError(path, line.number, "json", reason))
                 continue
             notice = LineNotice(path, line.number, "json", decoded.repaired) if decoded.repaired else None
-            yield JsonLine(line.number, line.offset, value, notice=notice)
+            yield JsonLine(line.number, line.offset, value, notice=notice, terminated=line.terminated)
 
 
 def _reason(error: Exception) -> str:
