@@ -18,14 +18,11 @@ from typing import Literal
 from projections.cache.diff import shared_prefix_length
 from projections.cache.materiality import is_material
 from projections.cache.rendered_request import RenderedRequest
-from projections.cache_mechanics import MECHANICS, Scheme
+from projections.cache_mechanics import TTL_SECONDS as TTL_SECONDS
+from projections.cache_mechanics import Scheme
 from projections.provider_rules import ModelRule, model_rule
 
 Family = Literal["anthropic", "openai", "deepseek", "gemini"]
-
-TTL_SECONDS = {**MECHANICS["anthropic-breakpoints"].lifetimes, **MECHANICS["openai-breakpoints"].lifetimes}
-"""Lifetime of a breakpoint's entry by the ttl it names: Anthropic's ``5m`` and ``1h``, refreshed by
-every read (prompt caching docs, "Cache lifetime"), and OpenAI's ``30m`` and ``12h``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +151,9 @@ class Prediction:
     reprocessed: int
     read_from: str | None = None
     """The request whose entry the predicted read lands on."""
+    idle_seconds: float | None = None
+    """For a ``ttl-expired`` miss: how long the entry it would have read had gone without a read
+    or write before this request, when the clock says."""
 
     @property
     def write(self) -> int:

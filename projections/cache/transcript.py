@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from projections.cache.providers import openai_cached_tokens
+from projections.cache_mechanics import TTL_SECONDS
 from projections.normalized import Usage
 
-FIVE_MINUTES = 300.0
-ONE_HOUR = 3_600.0
+FIVE_MINUTES = float(TTL_SECONDS["5m"])
+ONE_HOUR = float(TTL_SECONDS["1h"])
 
 
 @dataclass(frozen=True, slots=True)
