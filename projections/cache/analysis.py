@@ -88,6 +88,8 @@ class RequestAnalysis:
     ``session`` is not empty)."""
     minimum_tokens: int | None = None
     """The model's minimum cacheable prefix the prediction was made with; ``None`` without a body."""
+    idle_seconds: float | None = None
+    """For a ``ttl-expired`` miss, how long its entry had gone unused (the remedy depends on it)."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -410,6 +412,7 @@ def _analysis(
         figures=figures,
         label=prediction.label,
         label_detail=prediction.detail,
+        idle_seconds=prediction.idle_seconds,
         material=prediction.material,
         warnings=tuple(w for w in warnings if w is not None),
         cacheability=diff.cacheability if diff is not None else cacheability(rendered, 0),

@@ -9,6 +9,7 @@ a model or prefix change, an entry expired, not yet readable or beyond the lookb
 from __future__ import annotations
 
 from projections.cache.diff import shared_prefix_length
+from projections.cache.idle_gap import idle_text
 from projections.cache.providers import (
     TTL_SECONDS,
     CacheEntry,
@@ -26,9 +27,13 @@ from projections.cache.rendered_request import RenderedRequest
 
 
 def predict_anthropic(
-    state: CacheState, call: CallInput, prev: CallInput | None, facts: CacheFacts
+    state: CacheState, call: CallInput, prev: CallInput | None, facts: CacheFacts, *, labels: bool = True
 ) -> Prediction:
-    """Read the longest usable entry within each breakpoint's lookback, write at every breakpoint."""
+    """Read the longest usable entry within each breakpoint's lookback, write at every breakpoint.
+
+    ``labels=False`` leaves the miss label out (a what-if replay needs only the figures): finding
+    why a read fell short looks at every entry held, which dominates a long session's replay.
+    """
     cur = call.rendered
     now = seconds(call.started_at)
     markers = cur.markers
@@ -46,15 +51,29 @@ def predict_anthropic(
     read = best.tokens if best is not None else 0
     bps = [(cur.prefix_tokens(m.position), m.ttl) for m in markers]
     write_5m, write_1h = split_writes(read, bps, facts.minimum_tokens)
-    blocked = _blocked_entries(state, cur, read, now, facts)
-    label, detail = _anthropic_label(call, prev, facts, read, blocked)
+    label, detail, idle = None, "", None
+    if labels:
+        blocked = _blocked_entries(state, cur, read, now, facts)
+        label, detail = _anthropic_label(call, prev, facts, read, blocked)
+        if label == "ttl-expired":
+            idle = _idle_seconds(blocked, now)
+            if idle is not None:
+                detail += f" after {idle_text(idle)} without a read"
     if best is not None and now is not None:
         best.expires_at = now + TTL_SECONDS[best.ttl]
     _write_entries(state, call, facts, now)
     reprocessed, material = material_reprocessing(call, prev, read, label)
-    return Prediction(
-        read, write_5m, write_1h, label, detail, material, reprocessed, best.writer if best else None
-    )
+    writer = best.writer if best else None
+    return Prediction(read, write_5m, write_1h, label, detail, material, reprocessed, writer, idle)
+
+
+def _idle_seconds(blocked: list[tuple[str, CacheEntry]], now: float | None) -> float | None:
+    """Seconds between the last use of the expired entry the label names and ``now``: its expiry
+    less its lifetime is when it was last written or read."""
+    entry = next((entry for reason, entry in blocked if reason == "ttl-expired"), None)
+    if entry is None or entry.expires_at is None or now is None:
+        return None
+    return now - (entry.expires_at - TTL_SECONDS[entry.ttl])
 
 
 def _write_entries(state: CacheState, call: CallInput, facts: CacheFacts, now: float | None) -> None:

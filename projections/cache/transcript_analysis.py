@@ -18,6 +18,7 @@ from projections.cache.cross_session import (
     read_from_json,
     transcript_writes,
 )
+from projections.cache.idle_gap import idle_text
 from projections.cache.materiality import is_material
 from projections.cache.miss_candidates import Level, candidates_detail, miss_candidates
 from projections.cache.results import Finding, RequestResult, finding_of
@@ -296,6 +297,9 @@ def _result(
         if excess is not None:
             findings.append(finding_of(excess))
     detail = transcript_detail(rule, predicted=read is not None)
+    idle = _gap(prev, record) if rule == "ttl-expired" and prev is not None else None
+    if idle is not None and prev is not None:
+        detail += f": {idle_text(idle)} idle, TTL {idle_text(_ttl(prev))}"
     candidates: list[JSON] = []
     if label == "unexplained" and usage is not None and read is not None and prev is not None:
         versions = (prev.client_version, record.client_version)
@@ -329,6 +333,7 @@ def _result(
         "record": [],
         "prompt_tokens": total,
         "rule": rule,
+        "idle_seconds": idle,
     }
     return RequestResult(
         key=record.key,
