@@ -230,28 +230,36 @@ def _levels(record: RequestRecord, prediction: TranscriptPrediction | None) -> l
 def _predictions(
     ordered: Sequence[RequestRecord], events: Sequence[EventRecord]
 ) -> dict[str, TranscriptPrediction]:
+    called = transcript_calls(ordered, events)
+    predictions = predict_transcript([call for _, call in called])
+    return dict(zip((record.key for record, _ in called), predictions, strict=True))
+
+
+def transcript_calls(
+    ordered: Sequence[RequestRecord], events: Sequence[EventRecord]
+) -> list[tuple[RequestRecord, TranscriptCall]]:
+    """Each request with reported usage, in the order given, as the transcript predictor takes it:
+    with the compactions and head rewrites (see :func:`is_boundary`) between it and the previous
+    call of its lineage."""
     boundaries = sorted(e.time for e in events if e.type.startswith("compaction/") and e.time is not None)
     rewrites = sorted(e.time for e in events if is_head_rewrite(e) and e.time is not None)
-    calls: list[TranscriptCall] = []
-    reported: list[RequestRecord] = []
+    called: list[tuple[RequestRecord, TranscriptCall]] = []
     last: dict[str, datetime | None] = {}
     for record in ordered:
         if record.usage is None:
             continue
         before = last.get(record.lineage)
         last[record.lineage] = record.started_at
-        calls.append(
-            TranscriptCall(
-                record.started_at,
-                record.model,
-                record.usage,
-                record.lineage,
-                compaction_before=_between(boundaries, before, record.started_at),
-                system_changed_before=_between(rewrites, before, record.started_at),
-            )
+        call = TranscriptCall(
+            record.started_at,
+            record.model,
+            record.usage,
+            record.lineage,
+            compaction_before=_between(boundaries, before, record.started_at),
+            system_changed_before=_between(rewrites, before, record.started_at),
         )
-        reported.append(record)
-    return dict(zip((r.key for r in reported), predict_transcript(calls), strict=True))
+        called.append((record, call))
+    return called
 
 
 def _gap(prev: RequestRecord, record: RequestRecord) -> float | None:
