@@ -44,16 +44,14 @@ from dashboard.models.requests import current_lineage
 from projections import provider_rules
 from projections.cache_mechanics import TTL_SECONDS
 from projections.money import MILLION as MILLION
-from projections.money import (
-    ZERO,
-    Price,
-    Tokens,
-    cached_shortfall,
-    price_match,
-    usage_cost,
-)
+from projections.money import ZERO as ZERO
+from projections.money import Price as Price
+from projections.money import Tokens as Tokens
+from projections.money import cached_shortfall as cached_shortfall
 from projections.money import normalize_model as normalize_model
+from projections.money import price_match as price_match
 from projections.money import reprocessed_tokens as reprocessed_tokens
+from projections.money import usage_cost as usage_cost
 
 COST_PLACES = Decimal("0.00000001")
 """The places a stored cost keeps: the columns that hold one have eight decimals."""
