@@ -21,6 +21,11 @@ dashboard_patterns = [
     path("sessions/export.<str:fmt>", view("views.session_export.session_export"), name="sessions_export"),
     path("sessions/<int:session_id>/", view("views.sessions.session_detail"), name="session"),
     path(
+        "sessions/<int:session_id>/export.json",
+        view("views.session_export.session_json_export"),
+        name="session_export",
+    ),
+    path(
         "sessions/<int:session_id>/events/",
         view("views.session_timeline.session_events_hx"),
         name="session_events",

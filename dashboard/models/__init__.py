@@ -16,6 +16,7 @@ from dashboard.models.projections import (
 )
 from dashboard.models.requests import Request
 from dashboard.models.rollups import UsageRollup
+from dashboard.models.savings import ScenarioSaving, SessionSavings
 from dashboard.models.sessions import Event, Session
 from dashboard.models.sources import Source
 from dashboard.models.tokens import ApiToken
@@ -38,9 +39,11 @@ __all__ = [
     "ProjectionTally",
     "Request",
     "RequestAnalysis",
+    "ScenarioSaving",
     "Session",
     "SessionAnalysis",
     "SessionCostLedger",
+    "SessionSavings",
     "Source",
     "UsageRollup",
     "Warning",

@@ -230,7 +230,7 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
         records = [stored_record_usage_only(row) for row in rows]
         order = [record.key for record in sorted(records, key=start_order)]
         bodies = StoredBodies(rows, order)
-        events = _analysed_events(session)
+        events = analysed_events(session)
         result = analyse_records(records, events, bodies=bodies, foreign=foreign_writes(session, rows))
         _store(session, rows, result, read_generation, owner, prices)
     except Exception as error:
@@ -244,7 +244,7 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
     return result
 
 
-def _analysed_events(session: Session) -> list[EventRecord]:
+def analysed_events(session: Session) -> list[EventRecord]:
     """The events the analysis reads, in one query: the client's own records of its cache, then the
     compactions and rewrites of the prompt's head that the transcript predictor must know of."""
     stored = (
