@@ -44,9 +44,11 @@ def predict_anthropic(
         p = marker.position
         while p >= 0 and group - groups[p] < facts.lookback:
             entry = state.entries.get(hashes[p])
-            usable = entry is not None and entry.position == p and entry_usable(entry, now)
-            if usable and entry is not None and (best is None or entry.tokens > best.tokens):
-                best = entry
+            if entry is not None and entry.position == p and entry_usable(entry, now):
+                if best is None or entry.tokens > best.tokens:
+                    best = entry
+                # Prefixes only shrink further back: nothing behind this one is longer.
+                break
             p -= 1
     read = best.tokens if best is not None else 0
     bps = [(cur.prefix_tokens(m.position), m.ttl) for m in markers]
@@ -113,8 +115,11 @@ def _blocked_entries(
 ) -> list[tuple[str, CacheEntry]]:
     """Entries matching this request's prefix, larger than what it reads, and why each was not read."""
     found: list[tuple[str, CacheEntry]] = []
-    hashes, n = cur.prefix_hashes, len(cur)
-    for entry in state.entries.values():
+    hashes, n, entries = cur.prefix_hashes, len(cur), state.entries
+    # Only entries whose prefix this request repeats can be blocked: found by one set intersection
+    # (in C) rather than a look at every entry held, which grows with the session.
+    for key in entries.keys() & set(hashes):
+        entry = entries[key]
         if entry.tokens <= read or entry.position >= n or hashes[entry.position] != entry.prefix_hash:
             continue
         if now is not None and entry.expires_at is not None and entry.expires_at <= now:
@@ -123,7 +128,7 @@ def _blocked_entries(
             found.append(("concurrent", entry))
         elif facts.lookback:
             found.append(("beyond-lookback", entry))
-    found.sort(key=lambda item: -item[1].tokens)
+    found.sort(key=lambda item: (-item[1].tokens, item[1].position))
     return found
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Literal
 
 from projections.cache.diff import shared_prefix_length
@@ -72,8 +73,12 @@ class UnknownModelError(LookupError):
     """No row of the provider rules covers a platform and model."""
 
 
+@lru_cache(maxsize=1024)
 def cache_facts(platform: str, model: str, on: date | None = None) -> CacheFacts:
-    """The cache facts for a platform and model, as in force on ``on`` (default: the newest rows)."""
+    """The cache facts for a platform and model, as in force on ``on`` (default: the newest rows).
+
+    Kept per argument: the predictor asks for every request, and matching the rules' patterns cost
+    more than predicting the request. The facts are frozen, so a shared copy is safe."""
     rule = model_rule(platform, model, on)
     if rule is None:
         raise UnknownModelError(f"no cache facts for platform {platform!r}, model {model!r}")
