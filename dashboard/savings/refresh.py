@@ -22,6 +22,7 @@ from django.utils import timezone
 from dashboard.models import ScenarioSaving, Session, SessionSavings
 from dashboard.savings.inputs import WhatIfInputs, file_inputs, stored_inputs
 from dashboard.services.costs import Price, prices_load
+from dashboard.services.gc_pause import gc_paused
 from dashboard.services.session_costs import inputs_key_of, prices_version
 from projections.cache.whatif.scenarios import BEST
 from projections.cache.whatif.session import NoRequestsError, WhatIf, whatif_session
@@ -44,15 +45,19 @@ def whatif_inputs(
     inputs: WhatIfInputs, *, prices: Sequence[Price], scenarios: Iterable[str] | None = None
 ) -> WhatIf:
     """The what-if of one session's inputs (stored or read from a file); raises the engine's errors
-    (an unknown scenario, no request, a model without a price) naming what is wrong."""
-    return whatif_session(
-        inputs.records,
-        inputs.events,
-        prices=prices,
-        scenarios=scenarios,
-        bodies=inputs.bodies,
-        parents=inputs.parents,
-    )
+    (an unknown scenario, no request, a model without a price) naming what is wrong.
+
+    The collector is paused, as for an analysis: the replay builds many short-lived renderings,
+    none in a reference cycle."""
+    with gc_paused():
+        return whatif_session(
+            inputs.records,
+            inputs.events,
+            prices=prices,
+            scenarios=scenarios,
+            bodies=inputs.bodies,
+            parents=inputs.parents,
+        )
 
 
 @dataclass(slots=True)

@@ -51,19 +51,19 @@ which :func:`with_extended_retention` offers there."""
 def with_ttl_1h(rendered: RenderedRequest) -> RenderedRequest | None:
     """Every Anthropic breakpoint asking for the 1-hour lifetime; ``None`` when all already do or
     the request has none (nothing is cached, whatever the lifetime)."""
-    if not rendered.markers or all(marker.ttl == ONE_HOUR for marker in rendered.markers):
+    markers = rendered.markers
+    if not markers or all(marker.ttl == ONE_HOUR for marker in markers):
         return None
-    return replace(rendered, markers=tuple(replace(m, ttl=ONE_HOUR) for m in rendered.markers))
+    return replace(rendered, markers=tuple(Marker(m.position, ONE_HOUR, m.automatic) for m in markers))
 
 
 def rolling_positions(rendered: RenderedRequest) -> list[int]:
     """Where the rolling-breakpoint scenario puts its markers: the last system block (the last tool
     when there is no system prompt) and the last block of the messages that can carry one."""
-    tiers = rendered.tiers
-    head = max((i for i, tier in enumerate(tiers) if tier == "system"), default=None)
-    if head is None:
-        head = max((i for i, tier in enumerate(tiers) if tier == "tools"), default=None)
+    # Units come in prefix order (tools, system, messages): the unit before the first message is
+    # the last system block, or the last tool when there is no system prompt.
     start = rendered.tier_start("messages")
+    head = start - 1 if start > 0 else None
     last = last_cacheable(rendered.raws[start:], rendered.kinds[start:])
     positions = [p for p in (head, None if last is None else start + last) if p is not None]
     return sorted(set(positions))

@@ -34,7 +34,7 @@ from projections.cache.whatif.scenarios import (
 )
 from projections.cache.whatif.tally import Tally, UnpricedModelError
 from projections.cache.whatif.transcript_replay import replay_transcript
-from projections.cache.whatif.world import World
+from projections.cache.whatif.world import Track, World
 from projections.cache_mechanics import Scheme
 from projections.money import Price, price_match
 from projections.normalized import EventRecord, RequestRecord
@@ -51,6 +51,8 @@ class WhatIf:
 
     results: tuple[ScenarioResult, ...]
     facts: SessionFacts
+    worlds: int = 1
+    """How many combinations of levers were replayed (``best`` needs every supported one)."""
 
     def result(self, name: str) -> ScenarioResult:
         """The result of scenario ``name``; raises ``KeyError`` for a scenario not asked for."""
@@ -116,14 +118,20 @@ def _from_bodies(
     prices: list[Price],
 ) -> WhatIf:
     candidates = _candidates(with_body)
-    worlds = {levers: World(levers) for levers in _worlds_needed(wanted, candidates)}
+    tracks: dict[frozenset[Lever], Track] = {}
+    worlds: dict[frozenset[Lever], World] = {}
+    for levers in sorted(_worlds_needed(wanted, candidates), key=len):
+        shared = levers - {"ttl-1h"}
+        if shared not in tracks:
+            tracks[shared] = Track(shared)
+        worlds[levers] = World(levers, tracks[shared])
     recorded = World(frozenset(), labels=True)
     reported = Tally()
     body = replay_bodies(ordered, bodies, recorded, worlds.values(), reported, parents=parents)
     facts = SessionFacts(requests=len(ordered), body=body)
     tallies = {levers: world.tally for levers, world in worlds.items()}
     tallies[frozenset()] = recorded.tally
-    return _results(wanted, facts, tallies, reported, prices)
+    return replace(_results(wanted, facts, tallies, reported, prices), worlds=len(tallies))
 
 
 def _from_transcript(
@@ -137,7 +145,7 @@ def _from_transcript(
     tallies: dict[frozenset[Lever], Tally] = {frozenset(): recorded}
     if ttl_1h is not None:
         tallies[frozenset({"ttl-1h"})] = ttl_1h
-    return _results(wanted, facts, tallies, reported, prices)
+    return replace(_results(wanted, facts, tallies, reported, prices), worlds=len(tallies))
 
 
 def _results(

@@ -34,6 +34,8 @@ class Placed:
     """A request as the scenario sends it (``rendered``) and how it maps onto the request as sent."""
 
     rendered: RenderedRequest
+    input: RenderedRequest
+    """The request as it came to the scenario: what the next request is compared with."""
     head: int
     """Units at the front of ``rendered`` taken from the predecessor's scenario rendering."""
     tail: int
@@ -62,18 +64,14 @@ def written_position(rendered: RenderedRequest, facts: CacheFacts) -> int:
 
 def as_sent(rendered: RenderedRequest, facts: CacheFacts) -> Placed:
     """The request sent as recorded."""
-    return Placed(rendered, 0, 0, "", written_position(rendered, facts))
+    return Placed(rendered, rendered, 0, 0, "", written_position(rendered, facts))
 
 
-def place(
-    current: RenderedRequest,
-    previous: RenderedRequest | None,
-    placed: Placed | None,
-    facts: CacheFacts,
-) -> Placed:
-    """How the scenario sends ``current``, after ``previous`` (its predecessor as sent) which it sent
-    as ``placed``; ``current`` as recorded where nothing can be kept (no predecessor, another model
-    or parameters, nothing written, or a prompt shorter than the kept prefix)."""
+def place(current: RenderedRequest, placed: Placed | None, facts: CacheFacts) -> Placed:
+    """How the scenario sends ``current`` after its predecessor, which it sent as ``placed``;
+    ``current`` as recorded where nothing can be kept (no predecessor, another model or
+    parameters, nothing written, or a prompt shorter than the kept prefix)."""
+    previous = placed.input if placed is not None else None
     if previous is None or placed is None or previous.header_hash != current.header_hash:
         return as_sent(current, facts)
     shared = shared_prefix_length(previous, current)
@@ -135,7 +133,7 @@ def _build(
         cum_tokens=cum,
         unattributed_tokens=current.unattributed_tokens,
     )
-    return Placed(rendered, size, start, anchor, written_position(current, facts))
+    return Placed(rendered, current, size, start, anchor, written_position(current, facts))
 
 
 def _markers(markers: tuple[Marker, ...], size: int, start: int) -> tuple[Marker, ...]:

@@ -11,7 +11,7 @@ the request's buckets to its :class:`~projections.cache.whatif.tally.Tally`.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from projections.cache.prediction import CachePredictor
@@ -35,10 +35,6 @@ KEPT_REQUESTS = 16
 """Requests a world keeps as it sent them besides each lineage's latest: enough for the request a
 fork or a retry continues, a few back. An older parent counts as none (the request is sent as it
 was recorded), which only makes the stable prefix keep less."""
-
-Kept = tuple[RenderedRequest, Placed, CallInput]
-"""A request a world sent: its rendering with the levers pulled, where the stable prefix put it,
-and the call the predictor saw."""
 
 BODY_LEVERS: frozenset[Lever] = frozenset({"no-attribution-block", "stable-cache-key"})
 """The levers that change the bytes sent, so the request is rendered again."""
@@ -96,33 +92,93 @@ class Outcome:
     prediction: Prediction
 
 
+class Track:
+    """The requests as one combination of levers sends them, lifetimes aside: what every world
+    pulling those levers (with or without the 1-hour TTL) sends, worked out once per request.
+
+    A lifetime changes neither the bytes nor where the stable prefix keeps them, so the worlds that
+    differ only in ``ttl-1h`` share a track; each applies its lifetimes to what the track sends.
+    """
+
+    def __init__(self, levers: frozenset[Lever]) -> None:
+        self.levers = levers - {"ttl-1h"}
+        self._step: Step | None = None
+        self._sent: tuple[RenderedRequest, bool] | None = None
+        self._recent: OrderedDict[str, Placed] = OrderedDict()
+        self._latest: dict[str, tuple[str, Placed]] = {}
+        """Each lineage's latest request (its key and where it was put), kept whatever came since."""
+        self._latest_by_key: dict[str, Placed] = {}
+
+    def send(self, step: Step) -> tuple[RenderedRequest, bool]:
+        """``step``'s request as the track's levers send it, and whether they changed it."""
+        if step is not self._step or self._sent is None:
+            self._step = step
+            self._sent = self._send(step)
+        return self._sent
+
+    def _send(self, step: Step) -> tuple[RenderedRequest, bool]:
+        levers, scheme = self.levers, step.facts.scheme
+        rendered, touched = step.rendered, False
+        resent = step.resent(levers)
+        if resent is not None:
+            rendered, touched = resent, True
+        if "extended-retention" in levers:
+            longer = with_extended_retention(rendered, scheme, step.record.platform)
+            if longer is not None:
+                rendered, touched = longer, True
+        if "rolling-breakpoint" in levers and scheme == "anthropic-breakpoints":
+            rolled = with_rolling_breakpoints(rendered)
+            if rolled is not None:
+                rendered, touched = rolled, True
+        if "stable-prefix" not in levers:
+            return rendered, touched
+        placed = place(rendered, self._placed(step.parent), step.facts)
+        self._keep(step, placed)
+        return placed.rendered, touched or placed.moved
+
+    def _placed(self, key: str | None) -> Placed | None:
+        if key is None:
+            return None
+        return self._recent.get(key) or self._latest_by_key.get(key)
+
+    def _keep(self, step: Step, placed: Placed) -> None:
+        key = step.record.key
+        self._recent[key] = placed
+        if len(self._recent) > KEPT_REQUESTS:
+            self._recent.popitem(last=False)
+        older = self._latest.get(step.lineage)
+        if older is not None:
+            self._latest_by_key.pop(older[0], None)
+        self._latest[step.lineage] = (key, placed)
+        self._latest_by_key[key] = placed
+
+
 class World:
     """The requests as ``levers`` send them, replayed with one cache state (see the module).
 
+    ``track``: what the levers send, shared with the worlds that differ only in ``ttl-1h``.
     ``labels``: whether the predictor names each miss (the as-recorded world does, so each
     request's saving can be put down to the cause of its recorded miss).
     """
 
-    def __init__(self, levers: frozenset[Lever], *, labels: bool = False) -> None:
+    def __init__(self, levers: frozenset[Lever], track: Track | None = None, *, labels: bool = False) -> None:
         self.levers = levers
         self.tally = Tally()
+        self._track = track if track is not None else Track(levers)
+        self._one_hour = "ttl-1h" in levers
         self._predictor = CachePredictor(labels=labels)
         self._labels = labels
-        self._recent: OrderedDict[str, Kept] = OrderedDict()
-        self._latest: dict[str, Kept] = {}
-        """Each lineage's latest request, by lineage, kept whatever came since."""
-        self._latest_by_key: dict[str, Kept] = {}
+        self._calls: OrderedDict[str, CallInput] = OrderedDict()
+        """With labels, the calls a later request may be judged against."""
 
     def replay(self, step: Step) -> Outcome:
         """Send ``step``'s request as this world does and predict what it reads and writes."""
-        rendered, touched = self._levered(step)
-        before = self._sent(step.parent)
-        placed = None
-        if "stable-prefix" in self.levers:
-            placed = place(rendered, before[0] if before else None, before[1] if before else None, step.facts)
-            touched = touched or placed.moved
+        sent, touched = self._track.send(step)
+        if self._one_hour and step.facts.scheme == "anthropic-breakpoints":
+            longer = with_ttl_1h(sent)
+            if longer is not None:
+                sent, touched = longer, True
         record = step.record
-        sent = placed.rendered if placed is not None else rendered
         reported = record.usage.cache_read if self._labels and record.usage is not None else None
         call = CallInput(
             record.key,
@@ -133,51 +189,16 @@ class World:
             record.first_token_at,
             reported,
         )
-        if self._labels and before is not None:
-            # Judged against the request it continues, as the analysis judges it.
-            self._predictor.previous[step.lineage] = before[2]
+        if self._labels:
+            before = self._calls.get(step.parent) if step.parent is not None else None
+            if before is not None:
+                # Judged against the request it continues, as the analysis judges it.
+                self._predictor.previous[step.lineage] = before
+            self._calls[record.key] = call
+            if len(self._calls) > KEPT_REQUESTS:
+                self._calls.popitem(last=False)
         prediction = self._predictor.predict(call)
-        self._keep(step, rendered, placed, call)
         return Outcome(buckets(prediction, sent, record), touched, prediction)
-
-    def _levered(self, step: Step) -> tuple[RenderedRequest, bool]:
-        """The request with every lever but the stable prefix pulled, and whether any changed it."""
-        levers, scheme = self.levers, step.facts.scheme
-        rendered = step.rendered
-        touched = False
-        resent = step.resent(levers)
-        if resent is not None:
-            rendered, touched = resent, True
-        changes: list[Callable[[RenderedRequest], RenderedRequest | None]] = []
-        if "extended-retention" in levers:
-            changes.append(lambda r: with_extended_retention(r, scheme, step.record.platform))
-        if scheme == "anthropic-breakpoints":
-            if "rolling-breakpoint" in levers:
-                changes.append(with_rolling_breakpoints)
-            if "ttl-1h" in levers:
-                changes.append(with_ttl_1h)
-        for change in changes:
-            changed = change(rendered)
-            if changed is not None:
-                rendered, touched = changed, True
-        return rendered, touched
-
-    def _sent(self, key: str | None) -> Kept | None:
-        if key is None:
-            return None
-        return self._recent.get(key) or self._latest_by_key.get(key)
-
-    def _keep(self, step: Step, rendered: RenderedRequest, placed: Placed | None, call: CallInput) -> None:
-        key = step.record.key
-        kept = (rendered, placed if placed is not None else Placed(rendered, 0, 0, "", -1), call)
-        self._recent[key] = kept
-        if len(self._recent) > KEPT_REQUESTS:
-            self._recent.popitem(last=False)
-        older = self._latest.get(step.lineage)
-        if older is not None:
-            self._latest_by_key.pop(older[2].key, None)
-        self._latest[step.lineage] = kept
-        self._latest_by_key[key] = kept
 
 
 def buckets(prediction: Prediction, sent: RenderedRequest, record: RequestRecord) -> Tokens:

@@ -62,7 +62,7 @@ def test_a_request_that_only_extends_its_predecessor_is_sent_as_recorded() -> No
     facts = cache_facts("anthropic", MODEL)
     first = render_request("anthropic", "messages", body(1), usage=usage(read=0, write=prompt(1)))
     second = render_request("anthropic", "messages", body(2), usage=usage(read=prompt(1), write=800))
-    placed = place(second, first, as_sent(first, facts), facts)
+    placed = place(second, as_sent(first, facts), facts)
     assert placed.rendered is second
     assert not placed.moved
 
@@ -75,7 +75,7 @@ def test_an_in_place_change_keeps_the_predecessor_s_prefix_and_the_recorded_tota
     second = render_request(
         "anthropic", "messages", body(2, clock="09:01\n"), usage=usage(read=0, write=prompt(2))
     )
-    placed = place(second, first, as_sent(first, facts), facts)
+    placed = place(second, as_sent(first, facts), facts)
     sent = placed.rendered
     assert placed.moved
     assert sent.prefix_hashes[: len(first)] == first.prefix_hashes  # the predecessor's prompt, unchanged
