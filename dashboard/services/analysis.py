@@ -348,6 +348,7 @@ def _store(
                     rewritten_tokens=figure.rewritten_tokens,
                     wasted_tokens=figure.reprocessed_tokens,
                     cost=figure.cost,
+                    miss_cost=figure.miss_cost,
                     data=r.data,
                 )
             )
