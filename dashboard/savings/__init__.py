@@ -13,8 +13,17 @@ It may import :mod:`projections`, :mod:`dashboard.models` and the services it re
 :mod:`~dashboard.services.session_costs`, :mod:`~dashboard.services.stored_requests`); never
 tasks or views, which call it.
 
-For a page: :func:`~dashboard.savings.refresh.session_savings` gives a session's stored figures,
-made again first when they are out of date; ``SessionSavings.results`` is the list ``manage.py
-whatif --json`` prints (one object per scenario), ``ScenarioSaving`` rows the same per group of
-requests, for sums by model, release, cause or (through the session) source.
+For a page:
+
+- :func:`~dashboard.savings.refresh.session_savings` gives a session's stored figures, made again
+  first when they are out of date; ``SessionSavings.results`` is the list ``manage.py whatif
+  --json`` prints (one object per scenario: ``scenario``, ``supported``, ``reason``, ``change``,
+  token buckets, ``cost_usd``, ``saving_usd``, ``touched_requests``; ``best`` adds ``combination``,
+  ``as-recorded`` the reported figures and ``rules_error_usd``);
+- :func:`~dashboard.savings.ranking.savings_ranked` sums one scenario's ``ScenarioSaving`` rows by
+  source, client release, model or recorded miss cause over the sessions a page selects, and
+  :func:`~dashboard.savings.ranking.sessions_ranked` lists sessions by their best saving;
+- a request's cost and miss cost are ``RequestAnalysis.cost`` and ``RequestAnalysis.miss_cost``
+  (:func:`projections.money.usage_cost`, :func:`projections.money.miss_cost`), so "$ lost to
+  misses" over a range is a sum of one column.
 """

@@ -14,6 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.models import ModelPrice, ScenarioSaving, Session, SessionSavings
+from dashboard.savings.ranking import savings_ranked, sessions_ranked
 from dashboard.savings.refresh import session_savings, session_savings_refresh, session_whatif
 from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import capture_line, write_jsonl
@@ -119,3 +120,25 @@ def test_the_session_export_needs_a_login(ingested: Callable[..., Session], clie
     response = client.get(reverse("dashboard:session_export", args=[session.pk]))
     assert response.status_code == 302
     assert "/login/" in response["Location"]
+
+
+def test_stored_savings_rank_causes_models_and_sessions_without_a_replay(
+    ingested: Callable[..., Session], django_assert_num_queries: Any
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+
+    with django_assert_num_queries(1):
+        causes = savings_ranked(by="cause")
+    # The clock session's misses are its system prompt's changes; the idle one's, its expired entries:
+    # with an hour's TTL requests 4 and 6 read instead of writing, (40,875 - 7,830) + (46,875 - 8,310)
+    # micro-dollars, and request 8, two hours idle, writes at 2x instead of 1.25x: 52,875 - 84,600.
+    assert [(row.name, row.saving) for row in causes[:2]] == [
+        ("prefix-changed@system", Decimal("0.363285")),
+        ("ttl-expired", Decimal("0.039885")),
+    ]
+    by_source = savings_ranked(by="source")
+    assert [(row.name, row.sessions) for row in by_source] == [("laptop", 2)]
+    assert by_source[0].saving == Decimal("0.363285") + Decimal("0.01356")
+    only_idle = savings_ranked(by="model", sessions=Session.objects.filter(pk=idle.pk))
+    assert [row.saving for row in only_idle] == [Decimal("0.01356")]
+    assert [kept.session for kept in sessions_ranked()] == [clock, idle]
