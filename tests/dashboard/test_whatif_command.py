@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from dashboard.models import ModelPrice, Request, ScenarioSaving, Session, SessionSavings, Source
 from dashboard.savings.refresh import session_savings_refresh
 from dashboard.services.ingest import ingest_paths
-from tests.dashboard.logs import clock_log
+from tests.dashboard.logs import clock_log, write_jsonl
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,10 +96,13 @@ def test_whatif_of_a_stored_session_gives_what_its_log_gives(tmp_path: Path) -> 
 
 
 def test_whatif_prints_a_table_without_json(tmp_path: Path) -> None:
-    table = whatif(str(clock_log(tmp_path)), "--scenario", "stable-prefix")
+    table = whatif(str(clock_log(tmp_path)), "--scenario", "stable-prefix", "ttl-1h")
     assert "session clock" in table
-    assert "stable-prefix" in table
-    assert "$0.12" in table
+    stable = next(line for line in table.splitlines() if line.startswith("stable-prefix"))
+    assert "$0.12" in stable
+    assert "$0.363" in stable  # saves
+    hour = next(line for line in table.splitlines() if line.startswith("ttl-1h"))
+    assert "-$0.272" in hour  # a change that costs more
 
 
 def refusal(*args: str) -> CommandError:
@@ -137,6 +140,19 @@ def test_a_model_without_a_price_is_refused_by_name_and_nothing_changes(tmp_path
     assert "no price for model 'claude-sonnet-4-5-20250929'" in str(error)
     assert list(SessionSavings.objects.values_list("session_id", "inputs_key", "results")) == before
     assert Request.objects.count() == requests
+
+
+def test_a_log_without_any_request_is_refused_with_exit_code_2(tmp_path: Path) -> None:
+    prompt = {
+        "type": "user",
+        "sessionId": "cc-empty",
+        "uuid": "u1",
+        "timestamp": "2026-01-05T09:00:00Z",
+        "message": {"role": "user", "content": "hello"},
+    }
+    path = write_jsonl(tmp_path / "cc-empty.jsonl", [prompt])
+    error = refusal(str(path))
+    assert "no session has a request with reported usage (sessions: cc-empty)" in str(error)
 
 
 def test_a_name_that_is_neither_a_file_nor_a_session_is_refused() -> None:

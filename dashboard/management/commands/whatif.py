@@ -9,6 +9,7 @@ cannot be read) is refused with a message naming it and exit code 2.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,13 @@ class Command(BaseCommand):
         self.stdout.write("")
 
 
+def _money(value: Decimal | None) -> str:
+    """Dollars as the pages write them, a negative saving (a change that costs more) as -$0.03."""
+    if value is not None and value < 0:
+        return "-" + usd(-value)
+    return usd(value)
+
+
 def _count(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
 
@@ -120,5 +128,5 @@ def _row(result: ScenarioResult) -> str:
         f"{_count(tokens.uncached_input if tokens else None):>11} "
         f"{_count(tokens.cache_read if tokens else None):>11} "
         f"{_count(tokens.written if tokens else None):>11} "
-        f"{usd(result.cost):>10} {usd(result.saving):>10}  {what}"
+        f"{_money(result.cost):>10} {_money(result.saving):>10}  {what}"
     )

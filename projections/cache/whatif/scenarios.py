@@ -1,21 +1,25 @@
 """The what-if scenarios: one interface, each documented, each saying whether the data supports it.
 
 A :class:`Scenario` has a ``name``, a ``doc`` (what the replay sends), a ``change`` (the one thing
-to do to get its saving), the levers it pulls, and :meth:`Scenario.support`: whether the session's
-data can price it, and why (or why not). The replay itself is the same for all of them
-(:func:`projections.cache.whatif.session.whatif_session`): the requests sent as the levers say,
-through the provider's cache rules. ``best`` is the cheapest combination of the others.
+to do to get its saving), the levers it pulls, :meth:`Scenario.support` (whether the session's data
+can price it, and why or why not) and :meth:`Scenario.replay` (its result over one session). The
+replay is the same for all of them (:func:`projections.cache.whatif.session.whatif_session`, which
+runs several in one pass): the requests sent as the levers say, through the provider's cache rules.
+``best`` is the cheapest combination of the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from projections.cache.whatif.attribution import ATTRIBUTION_PREFIX
 from projections.cache.whatif.levers import EXTENDED_RETENTION, Lever
-from projections.cache.whatif.replay import BodyFacts
+from projections.cache.whatif.replay import BodyFacts, ReplayBodies
+from projections.cache.whatif.results import ScenarioResult
+from projections.money import Price
+from projections.normalized import EventRecord, RequestRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,25 @@ class Scenario:
     def support(self, facts: SessionFacts) -> Support:
         """Whether ``facts`` let this scenario be priced, and why."""
         return self.rule(facts)
+
+    def replay(
+        self,
+        records: Sequence[RequestRecord],
+        events: Sequence[EventRecord] = (),
+        *,
+        prices: Sequence[Price],
+        bodies: ReplayBodies | None = None,
+        parents: Mapping[str, str | None] | None = None,
+    ) -> ScenarioResult:
+        """This scenario over one session (see
+        :func:`~projections.cache.whatif.session.whatif_session`, which replays several at once)."""
+        # Imported here: the session's replay reads this module's table of scenarios.
+        from projections.cache.whatif.session import whatif_session
+
+        whatif = whatif_session(
+            records, events, prices=prices, scenarios=[self.name], bodies=bodies, parents=parents
+        )
+        return whatif.result(self.name)
 
 
 class UnknownScenarioError(LookupError):

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from projections.cache.whatif.results import ScenarioResult
-from projections.cache.whatif.scenarios import COMPOSABLE, SCENARIO_NAMES, UnknownScenarioError
+from projections.cache.whatif.scenarios import (
+    COMPOSABLE,
+    SCENARIO_NAMES,
+    UnknownScenarioError,
+    scenario_named,
+)
 from projections.cache.whatif.session import NoRequestsError, WhatIf, whatif_session
 from projections.cache.whatif.tally import UnpricedModelError
 from projections.formats import read_sessions
@@ -280,3 +285,10 @@ def test_a_transcript_prices_the_1_hour_ttl_and_says_why_it_cannot_price_the_res
     assert "which bytes changed in place is unknown" in str(rows["stable-prefix"]["reason"])
     assert rows["ttl-1h"]["supported"] is True
     assert rows["ttl-1h"]["reason"]
+
+
+def test_a_scenario_replays_on_its_own_what_the_session_replay_gives_it() -> None:
+    alone = scenario_named("stable-prefix").replay(clock_session(), prices=[SONNET])
+    together = whatif_session(clock_session(), prices=[SONNET]).result("stable-prefix")
+    assert alone == together
+    assert alone.change == scenario_named("stable-prefix").change
