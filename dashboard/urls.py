@@ -21,6 +21,11 @@ dashboard_patterns = [
     path("sessions/export.<str:fmt>", view("sessions.export.session_export"), name="sessions_export"),
     path("sessions/<int:session_id>/", view("sessions.views.session_detail"), name="session"),
     path(
+        "sessions/<int:session_id>/export.json",
+        view("sessions.export.session_json_export"),
+        name="session_export",
+    ),
+    path(
         "sessions/<int:session_id>/events/",
         view("sessions.timeline_views.session_events_hx"),
         name="session_events",

@@ -1,9 +1,12 @@
 """``manage.py explain``'s analysis of a log file: the engine's session analysis and each request's
-verdict, read straight from the file without the database."""
+verdict, read straight from the file without storing anything (only the price table is read, for
+each request's cost and miss cost)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 
 from django.utils import timezone
@@ -14,8 +17,11 @@ from projections.cache.render.render_record import markers_sent
 from projections.cache.results import RecordsAnalysis, RequestResult
 from projections.cache.session_analysis import CLIENT_RECORD_TYPES, analyse_records
 from projections.cache.transcript_analysis import is_boundary
+from projections.cache.whatif.replay import reported_tokens
+from projections.cache.whatif.results import usd
 from projections.formats import read_sessions
 from projections.formats.reading.times import plausible_times
+from projections.money import Price, Tokens, miss_cost, price_match, usage_cost
 from projections.normalized import JSON, EventRecord, LineError, RequestRecord
 
 
@@ -26,6 +32,8 @@ class FileSession:
     external_id: str
     analysis: RecordsAnalysis
     errors: list[LineError]
+    usage: dict[str, tuple[str, Tokens]] = field(default_factory=dict)
+    """Each request's model and reported usage, by key: what its cost is figured from."""
 
 
 def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
@@ -62,8 +70,8 @@ def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
     alone = [analyse_records(records, events) for _, records, events, _ in read]
     if len(read) < 2:
         return [
-            FileSession(name, analysis, errors)
-            for (name, _, _, errors), analysis in zip(read, alone, strict=True)
+            FileSession(name, analysis, errors, _usage(records))
+            for (name, records, _, errors), analysis in zip(read, alone, strict=True)
         ]
     written = PrefixIndex.of(
         write
@@ -71,9 +79,49 @@ def file_analyse(*, path: Path, format: str | None = None) -> list[FileSession]:
         for write in session_writes(name, records, analysis.results)
     )
     return [
-        FileSession(name, analyse_records(records, events, foreign=written.for_reader(name)), errors)
+        FileSession(
+            name, analyse_records(records, events, foreign=written.for_reader(name)), errors, _usage(records)
+        )
         for name, records, events, errors in read
     ]
+
+
+def _usage(records: Sequence[RequestRecord]) -> dict[str, tuple[str, Tokens]]:
+    return {record.key: (record.model, reported_tokens(record.usage)) for record in records}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMoney:
+    """A request's cost and miss cost at list price (:mod:`projections.money`); ``None`` unpriced."""
+
+    cost: Decimal | None
+    miss_cost: Decimal | None
+
+
+def request_money(session: FileSession, prices: Sequence[Price]) -> dict[str, RequestMoney]:
+    """Each request's cost (its reported usage at its model's list price) and miss cost (0 where it
+    missed nothing, a cold start included), by key; the previous request of its lineage is the one
+    its analysis compared it with."""
+    money: dict[str, RequestMoney] = {}
+    usage = session.usage
+    for result in session.analysis.results:
+        model, tokens = usage.get(result.key, ("", Tokens()))
+        price = price_match(model=model, prices=prices)
+        if price is None:
+            money[result.key] = RequestMoney(None, None)
+            continue
+        previous = _previous_key(result.data)
+        before = usage[previous][1] if previous in usage else None
+        money[result.key] = RequestMoney(
+            usage_cost(tokens=tokens, price=price), miss_cost(before, tokens, price)
+        )
+    return money
+
+
+def _previous_key(data: Mapping[str, JSON]) -> str | None:
+    previous = data.get("previous")
+    key = previous.get("key") if isinstance(previous, dict) else None
+    return key if isinstance(key, str) else None
 
 
 def result_verdict(result: RequestResult) -> Verdict:
@@ -81,10 +129,12 @@ def result_verdict(result: RequestResult) -> Verdict:
     return verdict(result.data, has_body=result.has_body)
 
 
-def explain_json(result: RequestResult) -> dict[str, JSON]:
+def explain_json(result: RequestResult, money: RequestMoney | None = None) -> dict[str, JSON]:
     """The object ``explain --json`` prints for a request: where it sits, the markers it sent, the
-    previous request's markers and what became of them, and its verdict (first change, figures,
-    label, detail, remedy, material, warnings, the provider's own diagnosis and the client version)."""
+    previous request's markers and what became of them, its verdict (first change, figures, label,
+    detail, remedy, material, warnings, the provider's own diagnosis and the client version), and
+    with ``money`` its ``cost_usd`` and ``miss_cost_usd`` as JSON numbers (null for a model without
+    a price)."""
     data = result.data
     said = result_verdict(result).to_json()
     markers = [
@@ -110,4 +160,6 @@ def explain_json(result: RequestResult) -> dict[str, JSON]:
         "warnings": said["warnings"],
         "provider_diagnosis": said["provider_diagnosis"],
         "client_version": said["client_version"],
+        "cost_usd": usd(money.cost) if money is not None else None,
+        "miss_cost_usd": usd(money.miss_cost) if money is not None else None,
     }

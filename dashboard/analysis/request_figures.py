@@ -1,5 +1,6 @@
 """The figures the requests list filters and sorts on, kept on each request's analysis row: what the
-request cost and the cached tokens it processed again.
+request cost, what its miss cost (:func:`projections.money.miss_cost`: the tokens below at the rate
+they were billed, less the read rate) and the cached tokens it processed again.
 
 Re-processed tokens of a request: of the prefix the previous request of its lineage left cached
 (that request's read plus its writes), what this one did not read and so sent through the model
@@ -40,6 +41,7 @@ from dashboard.costs.pricing import (
 )
 from dashboard.models import Request, RequestAnalysis
 from dashboard.models.requests import current_lineage
+from projections.money import miss_cost
 
 WRITE_BATCH = 500
 
@@ -63,6 +65,8 @@ class RequestFigures:
     by request, which the overview ranks sessions by."""
     cost: Decimal | None
     """``None`` when no price matches the request's model."""
+    miss_cost: Decimal | None = None
+    """What its re-processed tokens cost beyond a read; ``None`` when no price matches its model."""
 
 
 def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) -> dict[int, RequestFigures]:
@@ -74,11 +78,14 @@ def request_figures(*, calls: Iterable[FigureInput], prices: Sequence[Price]) ->
         if call.model not in matched:
             matched[call.model] = price_match(model=call.model, prices=prices)
         price = matched[call.model]
-        cost = None if price is None else usage_cost(tokens=call.tokens, price=price).quantize(COST_PLACES)
         before = previous.get(call.lineage)
+        cost = missed = None
+        if price is not None:
+            cost = usage_cost(tokens=call.tokens, price=price).quantize(COST_PLACES)
+            missed = miss_cost(before, call.tokens, price).quantize(COST_PLACES)
         reprocessed = reprocessed_tokens(before, call.tokens)
         rewritten = sum(rewritten_writes(before, call.tokens))
-        figures[call.request_id] = RequestFigures(reprocessed, rewritten, cost)
+        figures[call.request_id] = RequestFigures(reprocessed, rewritten, cost, missed)
         previous[call.lineage] = call.tokens
     return figures
 
@@ -127,7 +134,7 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
     figures = request_figures(calls=calls, prices=prices)
     analyses = RequestAnalysis.objects.filter(session_id__in=session_ids).values_list("pk", "request_id")
     changed = [
-        (pk, figure.reprocessed_tokens, figure.rewritten_tokens, figure.cost)
+        (pk, figure.reprocessed_tokens, figure.rewritten_tokens, figure.cost, figure.miss_cost)
         for pk, request_id in analyses.iterator()
         if (figure := figures.get(request_id)) is not None
     ]
@@ -137,26 +144,28 @@ def request_figures_refresh(*, session_ids: Sequence[int], prices: Sequence[Pric
     return len(changed)
 
 
-def _figures_write(rows: Sequence[tuple[int, int, int, Decimal | None]]) -> None:
-    """Write (analysis id, re-processed tokens, re-written tokens, cost) rows. On PostgreSQL one
+def _figures_write(rows: Sequence[tuple[int, int, int, Decimal | None, Decimal | None]]) -> None:
+    """Write (analysis id, re-processed tokens, re-written tokens, cost, miss cost) rows. On PostgreSQL one
     ``UPDATE … FROM (VALUES …)`` per batch: ``bulk_update`` builds a CASE per row in Python, some
     5 ms a row, an hour for a fleet."""
     if connection.vendor != "postgresql":
         RequestAnalysis.objects.bulk_update(
             [
-                RequestAnalysis(pk=pk, wasted_tokens=reprocessed, rewritten_tokens=rewritten, cost=cost)
-                for pk, reprocessed, rewritten, cost in rows
+                RequestAnalysis(
+                    pk=pk, wasted_tokens=reprocessed, rewritten_tokens=rewritten, cost=cost, miss_cost=missed
+                )
+                for pk, reprocessed, rewritten, cost, missed in rows
             ],
-            ["wasted_tokens", "rewritten_tokens", "cost"],
+            ["wasted_tokens", "rewritten_tokens", "cost", "miss_cost"],
         )
         return
     table = connection.ops.quote_name(RequestAnalysis._meta.db_table)
-    values = ", ".join(["(%s::bigint, %s::bigint, %s::bigint, %s::numeric)"] * len(rows))
+    values = ", ".join(["(%s::bigint, %s::bigint, %s::bigint, %s::numeric, %s::numeric)"] * len(rows))
     # Only the model's own table name and placeholders are formatted in; every value is a parameter.
     sql = (
         f"UPDATE {table} AS analysis SET wasted_tokens = v.reprocessed, "  # noqa: S608
-        f"rewritten_tokens = v.rewritten, cost = v.cost "
-        f"FROM (VALUES {values}) AS v (id, reprocessed, rewritten, cost) WHERE analysis.id = v.id"
+        f"rewritten_tokens = v.rewritten, cost = v.cost, miss_cost = v.miss_cost "
+        f"FROM (VALUES {values}) AS v (id, reprocessed, rewritten, cost, miss_cost) WHERE analysis.id = v.id"
     )
     with connection.cursor() as cursor:
         cursor.execute(

@@ -134,6 +134,12 @@ class StoredBodies:
     def render(self, record: RequestRecord) -> RenderedRequest:
         """The request's body rebuilt from its units and rendered; raises
         :class:`~projections.cache.render.rebuild.StoredRequestError` when it does not rebuild."""
+        return self.rebuild(record)[1]
+
+    def rebuild(self, record: RequestRecord) -> tuple[RequestRecord, RenderedRequest]:
+        """The request with its body rebuilt from its units, and that body rendered (a what-if
+        sends the body again with a change); raises
+        :class:`~projections.cache.render.rebuild.StoredRequestError` when it does not rebuild."""
         row = self._rows[record.key]
         if record.key not in self._units:
             self._read(record.key)
@@ -144,9 +150,9 @@ class StoredBodies:
         stored = StoredRequest(
             ref=row.pk, record=record, params=params, units=units, markers=markers, has_body=row.has_body
         )
-        rendered = rebuild_request(stored, self._raws)[1]
+        rebuilt, rendered = rebuild_request(stored, self._raws)
         assert rendered is not None  # a row with a body rebuilds to a rendering or raises
-        return rendered
+        return rebuilt, rendered
 
     def _read(self, key: str) -> None:
         position = self._position[key]

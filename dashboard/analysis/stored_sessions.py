@@ -236,7 +236,7 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
         records = [stored_record_usage_only(row) for row in rows]
         order = [record.key for record in sorted(records, key=start_order)]
         bodies = StoredBodies(rows, order)
-        events = _analysed_events(session)
+        events = analysed_events(session)
         result = analyse_records(records, events, bodies=bodies, foreign=foreign_writes(session, rows))
         _store(session, rows, result, read_generation, owner, prices)
     except Exception as error:
@@ -250,7 +250,7 @@ def _session_analyse(session_id: int, owner: str, prices: list[Price]) -> Record
     return result
 
 
-def _analysed_events(session: Session) -> list[EventRecord]:
+def analysed_events(session: Session) -> list[EventRecord]:
     """The events the analysis reads, in one query: the client's own records of its cache, then the
     compactions and rewrites of the prompt's head that the transcript predictor must know of."""
     stored = (
@@ -354,6 +354,7 @@ def _store(
                     rewritten_tokens=figure.rewritten_tokens,
                     wasted_tokens=figure.reprocessed_tokens,
                     cost=figure.cost,
+                    miss_cost=figure.miss_cost,
                     data=r.data,
                 )
             )

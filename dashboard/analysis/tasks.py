@@ -1,4 +1,4 @@
-"""The cache analysis of a session, after each ingest and on demand."""
+"""The cache analysis of a session, after each ingest and on demand; its what-if figures after it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dashboard.analysis.stored_sessions import (
 from dashboard.ingest.followups import register_followup
 from dashboard.jobs.leases import Heartbeat, lease_owner, lease_seconds
 from dashboard.jobs.options import IDEMPOTENT
+from dashboard.savings.tasks import savings_refresh_task
 
 
 @shared_task(
@@ -34,6 +35,8 @@ def analyse_session_task(self: Task[[int], None], session_id: int) -> None:
 
     with Heartbeat(renew, seconds=lease_seconds()):
         session_analyse(session_id=session_id, owner=owner)
+    # The what-if reads the lineages the analysis decided: queued once they are stored.
+    savings_refresh_task.delay([session_id])
 
 
 @shared_task(
@@ -53,6 +56,7 @@ def analyse_sessions_task(self: Task[[list[int]], None], session_ids: list[int])
 
     with Heartbeat(renew, seconds=lease_seconds()):
         sessions_analyse(session_ids=claimed, owner=owner)
+    savings_refresh_task.delay(claimed)
 
 
 @register_followup

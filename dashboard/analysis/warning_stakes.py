@@ -13,8 +13,11 @@ One rule per kind, from the request's analysis figures and reported usage:
   marker can cost on that request;
 - a warning about no request (a fold error, an unreadable record): nothing.
 
-The cost at stake is those tokens at the model's input price less its cache-read price: what
-they cost beyond being read from the cache. ``None`` when no price matches the model.
+The cost at stake is what those tokens cost beyond being read from the cache, priced as a miss
+cost is (:func:`projections.money.beyond_read_cost`): each token at the rate of the bucket it was
+billed in, the request's 1-hour writes first, then its 5-minute writes, then its uncached input,
+less the cache-read rate. A missed 5-minute write on Claude costs 1.25x input less 0.1x, not the
+input rate. ``None`` when no price matches the model.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from dashboard.costs.pricing import COST_PLACES, MILLION, Price, price_match
+from dashboard.costs.pricing import COST_PLACES, Price, price_match
+from projections.money import Tokens, beyond_read_cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +38,8 @@ class RequestFacts:
     model: str
     uncached: int
     read: int
-    written: int
+    write_5m: int
+    write_1h: int
     predicted_read: int | None = None
     wire_allows: int | None = None
     credited: int | None = None
@@ -52,12 +57,23 @@ class RequestFacts:
             model=model,
             uncached=uncached,
             read=read,
-            written=write_5m + write_1h,
+            write_5m=write_5m,
+            write_1h=write_1h,
             predicted_read=_int(figures.get("predicted_read")),
             wire_allows=_int(figures.get("wire_allows")),
             credited=_int(figures.get("credited")),
             provider_missed=_int(diagnosis.get("missed_tokens")) if isinstance(diagnosis, dict) else None,
         )
+
+    @property
+    def written(self) -> int:
+        """Both write buckets together."""
+        return self.write_5m + self.write_1h
+
+    @property
+    def tokens(self) -> Tokens:
+        """The request's prompt usage by bucket (its output is no part of any stake)."""
+        return Tokens(self.uncached, self.read, self.write_5m, self.write_1h, 0)
 
 
 def _int(value: Any) -> int | None:
@@ -79,9 +95,10 @@ def tokens_at_stake(kind: str, facts: RequestFacts | None) -> int:
     return facts.uncached + facts.written
 
 
-def cost_at_stake(tokens: int, model: str, prices: Sequence[Price]) -> Decimal | None:
-    """``tokens`` at ``model``'s input price less its cache-read price, in USD; ``None`` unpriced."""
-    price = price_match(model=model, prices=prices)
+def cost_at_stake(tokens: int, facts: RequestFacts, prices: Sequence[Price]) -> Decimal | None:
+    """What ``tokens`` of the request of ``facts`` cost beyond a cache read, at the rates they were
+    billed at (see the module), in USD; ``None`` when no price matches its model."""
+    price = price_match(model=facts.model, prices=prices)
     if price is None:
         return None
-    return (tokens * max(Decimal(0), price.input - price.cache_read) / MILLION).quantize(COST_PLACES)
+    return beyond_read_cost(tokens, facts.tokens, price).quantize(COST_PLACES)

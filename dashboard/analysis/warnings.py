@@ -105,7 +105,7 @@ def _stakes(
         analysis=analysis,
     )
     tokens = tokens_at_stake(kind, facts)
-    return {"tokens_at_stake": tokens, "cost_at_stake": cost_at_stake(tokens, request.model, prices)}
+    return {"tokens_at_stake": tokens, "cost_at_stake": cost_at_stake(tokens, facts, prices)}
 
 
 def host_notes_store(

@@ -1,5 +1,9 @@
 """What tokens cost: prices by model from the price table, per request, per session and per fleet.
 
+The vocabulary itself (a request's cost, its miss cost, a scenario's saving, how a model finds its
+price) is the engine's, :mod:`projections.money`; this module reads the price table and sums stored
+requests with it.
+
 A model's price is the row whose pattern matches its name and is the longest (``claude-opus-4-1``
 beats ``claude-opus-4``). Provider spellings are reduced first: an OpenRouter ``vendor/`` prefix and
 a Bedrock ``<region>.anthropic.`` prefix are dropped, case is ignored.
@@ -26,7 +30,6 @@ written or not, where a wasted write is a write that nothing read back.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,52 +41,22 @@ from django.db.models import Sum
 
 from dashboard.models import ModelPrice, Request
 from dashboard.models.requests import current_lineage
+from projections.money import MILLION as MILLION
+from projections.money import ZERO as ZERO
+from projections.money import Price as Price
+from projections.money import Tokens as Tokens
+from projections.money import cached_shortfall as cached_shortfall
+from projections.money import normalize_model as normalize_model
+from projections.money import price_match as price_match
+from projections.money import reprocessed_tokens as reprocessed_tokens
+from projections.money import usage_cost as usage_cost
 from projections.providers import rules as provider_rules
+from projections.providers.mechanics import TTL_SECONDS
 
-MILLION = Decimal(1_000_000)
 COST_PLACES = Decimal("0.00000001")
 """The places a stored cost keeps: the columns that hold one have eight decimals."""
-ZERO = Decimal(0)
-TTL_5M = timedelta(minutes=5)
-TTL_1H = timedelta(hours=1)
-_VENDOR = re.compile(r"^(?:[a-z]{2,4}\.)?anthropic\.")
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """USD per million tokens of each bucket."""
-
-    pattern: str
-    input: Decimal
-    output: Decimal
-    cache_write_5m: Decimal
-    cache_write_1h: Decimal
-    cache_read: Decimal
-
-    @classmethod
-    def of(cls, row: ModelPrice) -> Price:
-        return cls(
-            pattern=row.pattern,
-            input=row.input,
-            output=row.output,
-            cache_write_5m=row.cache_write_5m,
-            cache_write_1h=row.cache_write_1h,
-            cache_read=row.cache_read,
-        )
-
-
-class Tokens(NamedTuple):
-    """Usage in exclusive buckets; an unreported bucket is 0 here, since it costs nothing.
-
-    A named tuple rather than a frozen dataclass, as :class:`Call` is: one of each is built for
-    every stored request a cost is figured from, and a tuple is built in a third of the time.
-    """
-
-    uncached_input: int = 0
-    cache_read: int = 0
-    cache_write_5m: int = 0
-    cache_write_1h: int = 0
-    output: int = 0
+TTL_5M = timedelta(seconds=TTL_SECONDS["5m"])
+TTL_1H = timedelta(seconds=TTL_SECONDS["1h"])
 
 
 def row_tokens(row: Request) -> Tokens:
@@ -135,48 +108,9 @@ class SessionCost:
     the requests list's figure. Counted for every request, priced or not."""
 
 
-def normalize_model(model: str) -> str:
-    """A model name as patterns see it: lower case, without a router or Bedrock vendor prefix."""
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    return _VENDOR.sub("", name)
-
-
-@lru_cache(maxsize=512)
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    body = ".*".join(re.escape(part) for part in pattern.lower().split("*"))
-    # The name must end where the pattern does or go on past a separator: gpt-5 is not gpt-5.4.
-    return re.compile(body + r"(?:$|[^a-z0-9.])")
-
-
-def price_match(*, model: str, prices: Iterable[Price]) -> Price | None:
-    """The price whose pattern matches ``model`` and is longest, or ``None``."""
-    name = normalize_model(model)
-    if not name:
-        return None
-    best: Price | None = None
-    for price in prices:
-        if _pattern_regex(price.pattern).match(name):
-            rank = (len(price.pattern.replace("*", "")), len(price.pattern))
-            if best is None or rank > (len(best.pattern.replace("*", "")), len(best.pattern)):
-                best = price
-    return best
-
-
 def prices_load() -> list[Price]:
     """Every row of the price table."""
     return [Price.of(row) for row in ModelPrice.objects.all()]
-
-
-def usage_cost(*, tokens: Tokens, price: Price) -> Decimal:
-    """The exact cost of one usage in USD."""
-    micro = (
-        tokens.uncached_input * price.input
-        + tokens.cache_read * price.cache_read
-        + tokens.cache_write_5m * price.cache_write_5m
-        + tokens.cache_write_1h * price.cache_write_1h
-        + tokens.output * price.output
-    )
-    return micro / MILLION
 
 
 @lru_cache(maxsize=256)
@@ -205,26 +139,6 @@ def unread_writes(call: Call, following: Call | None) -> tuple[int, int]:
     lifetime = default_write_lifetime(call.model) if call.model else TTL_5M
     read_5m = min(written_5m, max(0, covered - written_1h)) if gap is None or gap <= lifetime else 0
     return written_1h - read_1h, written_5m - read_5m
-
-
-def cached_shortfall(previous: Tokens, current: Tokens) -> int:
-    """Of the prefix ``previous`` left cached (what it read plus what it wrote), the tokens ``current``
-    did not read: it sent them through the model again, as uncached input or as writes.
-
-    Both the re-written tokens of a session's cost and the re-processed tokens of each request
-    (:mod:`dashboard.analysis.request_figures`) are drawn from this one shortfall.
-    """
-    cached = previous.cache_read + previous.cache_write_1h + previous.cache_write_5m
-    return max(0, cached - current.cache_read)
-
-
-def reprocessed_tokens(previous: Tokens | None, current: Tokens) -> int:
-    """The tokens ``previous`` left cached that ``current`` processed again, at most what it did not
-    read of its own prompt (see :mod:`dashboard.analysis.request_figures`)."""
-    if previous is None:
-        return 0
-    not_read = current.uncached_input + current.cache_write_5m + current.cache_write_1h
-    return min(cached_shortfall(previous, current), not_read)
 
 
 def rewritten_writes(previous: Tokens | None, current: Tokens) -> tuple[int, int]:

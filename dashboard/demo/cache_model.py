@@ -16,27 +16,41 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-LOOKBACK = 20
+from projections.providers.mechanics import MECHANICS, TTL_SECONDS
+from projections.providers.rules import model_rule
+
+# The facts come from the engine's one table of provider rules; the model that applies them here is
+# the generator's own, so the analysis is checked against an independent reading of those rules.
+LOOKBACK = MECHANICS["anthropic-breakpoints"].lookback
 """Positions a breakpoint looks back for an entry an earlier request wrote."""
 
-TTL_5M = 300
-TTL_1H = 3600
+TTL_5M = TTL_SECONDS["5m"]
+TTL_1H = TTL_SECONDS["1h"]
 
-ANTHROPIC_MINIMUM = {
-    "claude-sonnet-4-20250514": 1024,
-    "claude-sonnet-4-5-20250929": 1024,
-    "claude-opus-4-1-20250805": 1024,
-    "claude-3-5-haiku-20241022": 2048,
-    "claude-opus-4-6": 4096,
-    "claude-haiku-4-5-20251001": 4096,
-}
-"""Minimum cacheable prefix by model, in tokens (DESIGN §7)."""
+_DEMO_MODELS = (
+    "claude-sonnet-4-20250514",
+    "claude-sonnet-4-5-20250929",
+    "claude-opus-4-1-20250805",
+    "claude-3-5-haiku-20241022",
+    "claude-opus-4-6",
+    "claude-haiku-4-5-20251001",
+)
+
+
+def _minimum(platform: str, model: str) -> int:
+    rule = model_rule(platform, model)
+    assert rule is not None, model
+    return rule.minimum_tokens
+
+
+ANTHROPIC_MINIMUM = {model: _minimum("anthropic", model) for model in _DEMO_MODELS}
+"""Minimum cacheable prefix of each model the demo sends, in tokens (DESIGN §7)."""
 
 FRAMING_TOKENS = 3
 """Tokens of message framing after the last breakpoint: billed as uncached input on every request."""
 
-OPENAI_MINIMUM = 1024
-OPENAI_STEP = 128
+OPENAI_MINIMUM = _minimum("openai", "gpt-4o")
+OPENAI_STEP = MECHANICS["openai-prefix"].granularity
 OPENAI_RETENTION_S = 600
 
 

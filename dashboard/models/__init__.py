@@ -16,6 +16,7 @@ from dashboard.models.projections import (
 )
 from dashboard.models.requests import Block, Request
 from dashboard.models.rollups import UsageRollup
+from dashboard.models.savings import ScenarioSaving, SessionSavings
 from dashboard.models.sessions import Event, Session, Source
 from dashboard.models.tokens import ApiToken
 from dashboard.models.warnings import Warning, WarningGroup
@@ -41,9 +42,11 @@ __all__ = [
     "ProjectionTally",
     "Request",
     "RequestAnalysis",
+    "ScenarioSaving",
     "Session",
     "SessionAnalysis",
     "SessionCostLedger",
+    "SessionSavings",
     "Source",
     "UsageRollup",
     "Warning",

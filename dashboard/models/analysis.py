@@ -93,6 +93,14 @@ class RequestAnalysis(models.Model):
         blank=True,
         help_text="What the request's reported usage cost in USD; null when no price matches its model.",
     )
+    miss_cost = models.DecimalField(
+        max_digits=18,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="What it paid beyond the read price for tokens the previous request of its lineage had "
+        "cached (projections.money.miss_cost); 0 for a hit or a cold start, null when unpriced.",
+    )
     data = models.JSONField(default=dict)
     analysed_at = models.DateTimeField(auto_now=True)
 

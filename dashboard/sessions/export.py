@@ -1,4 +1,5 @@
-"""CSV and JSON exports of the filtered sessions list, streamed so a fleet's list never sits in memory."""
+"""CSV and JSON exports of the filtered sessions list, streamed so a fleet's list never sits in memory,
+and one session's own JSON export with what each what-if scenario would save."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Max, QuerySet
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from dashboard.costs.pricing import sessions_cost_map
 from dashboard.models import Session
+from dashboard.savings.refresh import session_savings
 from dashboard.sessions.listing import SessionFilters
 from dashboard.web.export_streams import export_response
 
@@ -94,3 +97,16 @@ def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHt
         rows=lambda: export_rows(filters, up_to=up_to),
         count=lambda: exported(filters, up_to=up_to).order_by().count(),
     )
+
+
+@require_GET
+def session_json_export(request: HttpRequest, session_id: int) -> JsonResponse:
+    """One session as the list's JSON export has it, with ``whatif``: one object per scenario, as
+    ``manage.py whatif --json`` prints them (``whatif_error`` says why the list is empty, if it is)."""
+    session = get_object_or_404(Session.objects.select_related("source", "parent", "analysis"), pk=session_id)
+    (row,) = _rows([session])
+    savings = session_savings(session=session)
+    body = {**row, "whatif": savings.results, "whatif_error": savings.error or None}
+    response = JsonResponse(body, json_dumps_params={"indent": 2, "ensure_ascii": False})
+    response["Content-Disposition"] = f'attachment; filename="cachescope-session-{session.pk}.json"'
+    return response

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.utils.text import slugify
 
 from projections.cache.predict.materiality import MATERIAL_SHARE, MATERIAL_TOKENS
+from projections.money import COST_MEANING, MISS_COST_MEANING, SAVING_MEANING
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,29 @@ TERMS: tuple[Term, ...] = (
     Term(
         "uncached",
         "Prompt tokens neither read from nor written to the cache, billed at the input price.",
+    ),
+    Term(
+        "cost",
+        COST_MEANING,
+        "Priced from the model's row of the price table (Prices page), at the rates the provider "
+        "publishes: on Anthropic a 5-minute write costs 1.25x the input price, a 1-hour write 2x, a "
+        "read 0.1x. A model without a price has no cost rather than a cost of $0.",
+    ),
+    Term(
+        "miss cost",
+        MISS_COST_MEANING,
+        "The missed tokens are those the previous request of the lineage had read or written and this "
+        "one did not read; they sit right after what it read, so they count against its 1-hour writes "
+        "first, then its 5-minute writes, then its uncached input. The same figure prices a warning's "
+        "stake: a missed 5-minute write at 1.25x input less the read, never at the input rate.",
+    ),
+    Term(
+        "saving",
+        SAVING_MEANING,
+        "Each what-if scenario (a stable prefix, the 1-hour TTL, a rolling breakpoint, no attribution "
+        "block, a stable prompt_cache_key, extended retention, and the cheapest combination) replays "
+        "the session's requests with one change; a scenario the data cannot support (a transcript "
+        "without request bodies) says so and why instead of a figure. manage.py whatif prints them.",
     ),
     Term(
         "hit rate",

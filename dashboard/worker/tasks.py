@@ -11,6 +11,7 @@ from dashboard.alerts.tasks import alerts_check_task
 from dashboard.analysis.tasks import analyse_session_task, analyse_sessions_task
 from dashboard.ingest.tasks import ingest_job_task
 from dashboard.refold.tasks import fold_session_task, fold_sessions_task, refold_chunk_task, refold_run_task
+from dashboard.savings.tasks import savings_refresh_task
 from dashboard.worker.queueing import ingest_job_enqueue, jobs_take_over, refold_run_enqueue
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "refold_chunk_task",
     "refold_run_enqueue",
     "refold_run_task",
+    "savings_refresh_task",
 ]

@@ -83,6 +83,8 @@ class RequestAnalysis:
     """What the request did in a compaction, when it is a summarising call or the restart."""
     attribution: AttributionMiss | None = None
     """What Claude Code's attribution block did to the read, where an earlier write shows it."""
+    idle_seconds: float | None = None
+    """For a ``ttl-expired`` miss, how long its entry had gone unused (the remedy depends on it)."""
 
     def to_json(self) -> dict[str, JSON]:
         """The request's analysis as plain JSON (the shape the pages and the shell tools share)."""
@@ -412,6 +414,7 @@ def _analysis(
         figures=figures,
         label=said.label,
         label_detail=said.detail,
+        idle_seconds=prediction.idle_seconds,
         material=said.material,
         warnings=tuple(w for w in warnings if w is not None),
         cacheability=diff.cacheability if diff is not None else cacheability(rendered, 0),

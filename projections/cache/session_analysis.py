@@ -332,6 +332,7 @@ def _body_result(
     data["previous"] = None if prev is None else {"ordinal": prev[0], "key": prev[1]}
     data["read_from"] = read_from_json(analysis.read_from)
     data["label_detail"] = analysis.label_detail
+    data["idle_seconds"] = analysis.idle_seconds
     data["material"] = analysis.material
     rendered = analysis.rendered
     if rendered is not None:

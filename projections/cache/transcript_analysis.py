@@ -27,6 +27,7 @@ from projections.cache.predict.compaction import (
     cached_after,
     compaction_note,
 )
+from projections.cache.predict.idle_gap import idle_text
 from projections.cache.predict.materiality import is_material
 from projections.cache.predict.transcript import (
     FIVE_MINUTES,
@@ -291,28 +292,36 @@ def _levels(record: RequestRecord, prediction: TranscriptPrediction | None) -> l
 def _predictions(
     ordered: Sequence[RequestRecord], events: Sequence[EventRecord]
 ) -> dict[str, TranscriptPrediction]:
+    called = transcript_calls(ordered, events)
+    predictions = predict_transcript([call for _, call in called])
+    return dict(zip((record.key for record, _ in called), predictions, strict=True))
+
+
+def transcript_calls(
+    ordered: Sequence[RequestRecord], events: Sequence[EventRecord]
+) -> list[tuple[RequestRecord, TranscriptCall]]:
+    """Each request with reported usage, in the order given, as the transcript predictor takes it:
+    with the compactions and head rewrites (see :func:`is_boundary`) between it and the previous
+    call of its lineage."""
     boundaries = sorted(e.time for e in events if e.type.startswith("compaction/") and e.time is not None)
     rewrites = sorted(e.time for e in events if is_head_rewrite(e) and e.time is not None)
-    calls: list[TranscriptCall] = []
-    reported: list[RequestRecord] = []
+    called: list[tuple[RequestRecord, TranscriptCall]] = []
     last: dict[str, datetime | None] = {}
     for record in ordered:
         if record.usage is None:
             continue
         before = last.get(record.lineage)
         last[record.lineage] = record.started_at
-        calls.append(
-            TranscriptCall(
-                record.started_at,
-                record.model,
-                record.usage,
-                record.lineage,
-                compaction_before=_between(boundaries, before, record.started_at),
-                system_changed_before=_between(rewrites, before, record.started_at),
-            )
+        call = TranscriptCall(
+            record.started_at,
+            record.model,
+            record.usage,
+            record.lineage,
+            compaction_before=_between(boundaries, before, record.started_at),
+            system_changed_before=_between(rewrites, before, record.started_at),
         )
-        reported.append(record)
-    return dict(zip((r.key for r in reported), predict_transcript(calls), strict=True))
+        called.append((record, call))
+    return called
 
 
 def _gap(prev: RequestRecord, record: RequestRecord) -> float | None:
@@ -358,6 +367,9 @@ def _result(
         if excess is not None:
             findings.append(finding_of(excess))
     detail = transcript_detail(rule, predicted=read is not None)
+    idle = _gap(prev, record) if rule == "ttl-expired" and prev is not None else None
+    if idle is not None and prev is not None:
+        detail += f": {idle_text(idle)} idle, TTL {idle_text(_ttl(prev))}"
     candidates: list[JSON] = []
     if label == "unexplained" and usage is not None and read is not None and prev is not None:
         versions = (prev.client_version, record.client_version)
@@ -391,6 +403,7 @@ def _result(
         "record": [],
         "prompt_tokens": total,
         "rule": rule,
+        "idle_seconds": idle,
     }
     return RequestResult(
         key=record.key,

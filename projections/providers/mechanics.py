@@ -186,3 +186,11 @@ MECHANICS: Final[Mapping[Scheme, Mechanics]] = MappingProxyType(
         ),
     }
 )
+
+
+TTL_SECONDS: Final[Mapping[str, int]] = MappingProxyType(
+    {**MECHANICS["anthropic-breakpoints"].lifetimes, **MECHANICS["openai-breakpoints"].lifetimes}
+)
+"""Lifetime of a breakpoint's entry by the ttl it names: Anthropic's ``5m`` and ``1h``, refreshed by
+every read (prompt caching docs, "Cache lifetime"), and OpenAI's ``30m`` and ``12h``. The one home of
+these figures: the predictors, the diff, the transcript rule and the wasted-writes count read them."""

@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from projections.normalized import RequestRecord
+from tests.projections.cache.whatif.sessions import clock_session
+
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
@@ -75,3 +78,36 @@ def write_jsonl(path: Path, lines: list[Any]) -> Path:
 
 def write_dsh_log(path: Path, *, session_id: str, turns: int, version: int = 4) -> Path:
     return write_jsonl(path, dsh_lines(session_id, turns=turns, version=version))
+
+
+def capture_line(record: RequestRecord) -> dict[str, Any]:
+    """The record as an anthropic-capture line: the body as sent, the response with its usage."""
+    usage = record.usage
+    assert usage is not None
+    assert record.started_at is not None
+    assert record.first_token_at is not None
+    return {
+        "request": record.body,
+        "response": {
+            "id": record.key,
+            "type": "message",
+            "model": record.model,
+            "usage": {
+                "input_tokens": usage.uncached_input,
+                "cache_creation_input_tokens": usage.cache_write,
+                "cache_read_input_tokens": usage.cache_read,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": usage.cache_write_5m,
+                    "ephemeral_1h_input_tokens": usage.cache_write_1h,
+                },
+                "output_tokens": usage.output,
+            },
+        },
+        "started_at": record.started_at.isoformat(),
+        "first_token_at": record.first_token_at.isoformat(),
+    }
+
+
+def clock_log(tmp_path: Path) -> Path:
+    """The hand-built clock session (:mod:`tests.projections.cache.whatif.sessions`) as a capture log."""
+    return write_jsonl(tmp_path / "clock.jsonl", [capture_line(r) for r in clock_session()])

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.dashboard.logs import write_jsonl
+from tests.dashboard.logs import clock_log, write_jsonl
 from tests.dashboard.test_analysis import conversation
+
+pytestmark = pytest.mark.django_db  # --json reads the price table
 
 PLACE = {"number", "lineage", "model", "markers_sent", "markers", "read_from"}
 VERDICT = {
@@ -22,6 +24,8 @@ VERDICT = {
     "provider_diagnosis",
     "client_version",
 }
+MONEY = {"cost_usd", "miss_cost_usd"}
+"""Read from the price table: each request's cost and miss cost at list price."""
 FIGURES = {"credited", "wire_allows", "reported_read", "reported_write", "predicted_read", "predicted_write"}
 
 
@@ -51,7 +55,7 @@ def test_explain_prints_one_object_per_request_in_order(tmp_path: Path) -> None:
 
     assert [row["number"] for row in rows] == [1, 2, 3]
     for row in rows:
-        assert set(row) == PLACE | {"first_change", "figures", "label"} | VERDICT
+        assert set(row) == PLACE | {"first_change", "figures", "label"} | VERDICT | MONEY
         assert set(row["figures"]) == FIGURES
     assert rows[0]["first_change"] is None
     assert rows[0]["figures"]["wire_allows"] is None  # nothing before it: unknown, not 0
@@ -142,3 +146,17 @@ def test_explain_prints_each_requests_verdict_under_its_row(tmp_path: Path) -> N
     table = explain(str(path))
     assert f"verdict: {edited['label']} — {edited['detail']}" in table
     assert f"remedy: {edited['remedy']}" in table
+
+
+def test_explain_json_gives_every_request_its_cost_and_miss_cost(tmp_path: Path) -> None:
+    out = StringIO()
+    call_command("explain", str(clock_log(tmp_path)), "--json", stdout=out, stderr=StringIO())
+    rows = json.loads(out.getvalue())
+
+    # Request 1: 8,500 written at $3.75 and 200 output at $15; a cold start misses nothing.
+    assert rows[0]["cost_usd"] == pytest.approx(0.031875 + 0.003)
+    assert rows[0]["miss_cost_usd"] == 0
+    # Request 2 wrote again the 8,500 tokens request 1 had cached: 8,500 x (3.75 - 0.30).
+    assert rows[1]["cost_usd"] == pytest.approx(9_300 * 3.75 / 1e6 + 0.003)
+    assert rows[1]["miss_cost_usd"] == pytest.approx(8_500 * 3.45 / 1e6)
+    assert all(isinstance(row["cost_usd"], float) for row in rows)

@@ -3,6 +3,7 @@ list filters and sorts on."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -16,7 +17,9 @@ from dashboard.analysis.request_figures import FigureInput, reprocessed_tokens, 
 from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.costs.ledger import session_cost_of
 from dashboard.costs.pricing import Call, Tokens, price_match, prices_load, usage_cost
-from dashboard.models import ModelPrice, RequestAnalysis
+from dashboard.ingest.files import ingest_paths
+from dashboard.models import ModelPrice, RequestAnalysis, Session
+from tests.dashboard.logs import clock_log
 from tests.dashboard.test_analysis import MODEL, analysis_of, conversation, ingest_captures
 from tests.dashboard.test_costs import SONNET
 
@@ -111,3 +114,23 @@ def test_the_refresh_command_figures_old_rows_again_at_the_current_prices(tmp_pa
     assert third.wasted_tokens == 130
     assert third.cost == Decimal(10 + 1600 + 150 + 20) / 1_000_000
     assert dict(RequestAnalysis.objects.values_list("request__key", "rewritten_tokens")) == figured
+
+
+@pytest.mark.django_db
+def test_a_stored_miss_cost_is_the_one_explain_gives_and_prices_the_missed_write_at_the_write_rate(
+    tmp_path: Path,
+) -> None:
+    path = clock_log(tmp_path)
+    summary = ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture")
+    assert not summary.errors
+    session_analyse(session_id=Session.objects.get().pk)
+    out = StringIO()
+    call_command("explain", str(path), "--json", stdout=out, stderr=StringIO())
+    explained = {row["number"]: row for row in json.loads(out.getvalue())}
+
+    stored = dict(RequestAnalysis.objects.values_list("request__ordinal", "miss_cost"))
+    # Request 2 wrote again the 8,500 tokens request 1 had cached: 8,500 x ($3.75 - $0.30) / 1M.
+    assert stored[1] == Decimal("0.029325")
+    assert stored[0] == 0  # a cold start
+    for ordinal, miss in stored.items():
+        assert float(miss) == pytest.approx(explained[ordinal + 1]["miss_cost_usd"])

@@ -16,7 +16,7 @@ from django.utils.html import escape
 from dashboard.analysis.stored_sessions import session_analyse
 from dashboard.ingest.files import ingest_paths
 from dashboard.models import Request, Session
-from projections.cache.explain.verdict import LABEL_REMEDIES, TRANSCRIPT_UNEXPLAINED_REMEDY
+from projections.cache.explain.verdict import TRANSCRIPT_UNEXPLAINED_REMEDY
 from tests.dashboard.logs import write_jsonl
 from tests.dashboard.test_analysis import MODEL, START, capture, conversation
 
@@ -103,7 +103,7 @@ def expired() -> list[dict[str, Any]]:
     ("records", "label", "remedy"),
     [
         (conversation, "prefix-changed@messages:2", "append corrections as new messages"),
-        (expired, "ttl-expired", LABEL_REMEDIES["ttl-expired"]),
+        (expired, "ttl-expired", "after 10 min idle: ttl 1h on the stable prefix would have kept it"),
     ],
     ids=["edited message", "expired entry"],
 )

@@ -60,6 +60,22 @@ def test_a_stored_warning_carries_severity_stake_time_and_a_link_to_its_request(
     assert warning.get_absolute_url() == reverse("dashboard:request", args=[request.pk])
 
 
+def test_a_missed_five_minute_write_is_at_stake_at_the_write_rate_not_the_input_rate() -> None:
+    session = session_named("one")
+    # Opus 4.5: $5 input, $6.25 5-minute write, $0.50 read. The 76,800 tokens the bytes allowed it to
+    # read were written again at the 5-minute rate: billed 76,800 x (6.25 - 0.50) more than a hit.
+    request = usage_row(session, 0, START, read=0, write=76_800, uncached=3, model="claude-opus-4-5")
+    analysis = RecordsAnalysis(
+        results=[result_for(request.key, predicted_read=76_800)],
+        findings=[Finding("unexplained-miss", "main", "read 0 of 76,800", request.key)],
+    )
+    warnings_store(session=session, result=analysis, requests={request.key: request})
+
+    warning = Warning.objects.get(session=session)
+    assert warning.tokens_at_stake == 76_800
+    assert warning.cost_at_stake == Decimal("0.4416")
+
+
 def test_a_warning_about_an_event_is_dated_by_it_and_links_its_place_on_the_timeline() -> None:
     session = session_named("one")
     at = START + timedelta(minutes=7)

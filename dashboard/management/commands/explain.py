@@ -1,4 +1,7 @@
-"""``manage.py explain PATH [--format F] [--json]``: a log file's cache analysis, without the database."""
+"""``manage.py explain PATH [--format F] [--json]``: a log file's cache analysis, storing nothing.
+
+With ``--json`` the price table is read for each request's cost and miss cost (null without one);
+nothing else touches the database."""
 
 from __future__ import annotations
 
@@ -7,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
-from dashboard.analysis.explain import FileSession, explain_json, file_analyse, result_verdict
+from dashboard.analysis.explain import FileSession, explain_json, file_analyse, request_money, result_verdict
+from dashboard.costs.pricing import Price, prices_load
 from projections.cache.render.render_record import markers_sent
 from projections.cache.results import RequestResult
 from projections.formats import FORMAT_NAMES
@@ -40,12 +45,25 @@ class Command(BaseCommand):
         for session in sessions:
             for line_error in session.errors:
                 self.stderr.write(str(line_error))
-        results = [result for session in sessions for result in session.analysis.results]
         if options["json"]:
-            self.stdout.write(json.dumps([explain_json(r) for r in results], indent=2))
+            prices = self._prices()
+            rows = []
+            for session in sessions:
+                money = request_money(session, prices)
+                rows += [explain_json(r, money.get(r.key)) for r in session.analysis.results]
+            self.stdout.write(json.dumps(rows, indent=2))
             return
         for session in sessions:
             self._table(session)
+
+    def _prices(self) -> list[Price]:
+        """The price table, or none when there is no database to read it from: the analysis needs
+        none, so each cost is then null rather than the command refused."""
+        try:
+            return prices_load()
+        except DatabaseError as error:
+            self.stderr.write(f"no price table ({error}): every cost_usd is null; run manage.py migrate")
+            return []
 
     def _table(self, session: FileSession) -> None:
         self.stdout.write(f"session {session.external_id}")

@@ -27,6 +27,7 @@ from projections.cache.explain.causes import REMEDIES
 from projections.cache.explain.figures import Figures
 from projections.cache.explain.miss_candidates import SETTLE_WITH
 from projections.cache.predict.compaction import COMPACTED, COMPACTION_REWRITE
+from projections.cache.predict.idle_gap import UNKNOWN_GAP_REMEDY, ttl_remedy
 from projections.normalized import JSON
 from projections.providers.diagnosis import ProviderDiagnosis, diagnosis_from_json
 
@@ -36,10 +37,9 @@ LABEL_REMEDIES = {
         "The prefix is shorter than the model's minimum cacheable length, so nothing is written: this "
         "is expected for small side calls; for the main chain, cache a longer stable prefix."
     ),
-    "ttl-expired": (
-        "The 5-minute entry expired between turns: use ttl 1h on the stable prefix (writes cost 2x base "
-        "instead of 1.25x, reads stay at 0.1x) when turns are minutes apart."
-    ),
+    # The remedy of a request states its idle gap and offers the 1-hour TTL only under an hour
+    # (:func:`projections.cache.predict.idle_gap.ttl_remedy`); this is the sentence for an unknown gap.
+    "ttl-expired": UNKNOWN_GAP_REMEDY,
     "beyond-lookback": (
         "The previous entry lies more than 20 blocks before every breakpoint: add a breakpoint nearer "
         "the end of what the previous request cached."
@@ -263,13 +263,18 @@ def remedy_for(
     has_body: bool,
     prompt_tokens: int | None = None,
     minimum_tokens: int | None = None,
+    idle_seconds: float | None = None,
 ) -> str:
     """The remedy of a request's miss (see the module's docstring for the rule); empty for none.
 
     ``prompt_tokens`` and ``minimum_tokens``: the request's prompt and its model's minimum cacheable
     prefix, where known; a prompt below the minimum gets :func:`below_minimum_note` for a remedy.
+    ``idle_seconds``: for a TTL miss, how long its entry went unused; the remedy states it, and
+    offers the 1-hour TTL only when that would have kept the entry (:func:`ttl_remedy`).
     """
     remedy = LABEL_REMEDIES.get(label or "", "")
+    if label == "ttl-expired":
+        remedy = ttl_remedy(idle_seconds)
     if label == "unexplained" and not has_body:
         remedy = TRANSCRIPT_UNEXPLAINED_REMEDY
     if change is not None and (not label or label.startswith("prefix-changed")):
@@ -303,6 +308,7 @@ def verdict(data: Mapping[str, JSON], *, has_body: bool) -> Verdict:
             prompt_tokens=_count(data.get("prompt_tokens")),
             # Absent from an analysis stored before it was kept: its remedy is the label's own.
             minimum_tokens=_count(data.get("minimum_tokens")),
+            idle_seconds=_seconds(data.get("idle_seconds")),
         ),
         material=bool(data.get("material")),
         badge=badge,
@@ -334,3 +340,8 @@ def _change(change: JSON) -> ChangeVerdict | None:
 
 def _count(value: JSON) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _seconds(value: JSON) -> float | None:
+    # Absent from an analysis stored before the gap was kept: its remedy is the unknown gap's.
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -21,14 +21,19 @@ from projections.cache.predict.cache_models import (
     split_writes,
     unexplained_label,
 )
+from projections.cache.predict.idle_gap import idle_text
 from projections.cache.render.diff import shared_prefix_length
 from projections.cache.render.rendered_request import RenderedRequest
 
 
 def predict_anthropic(
-    state: CacheState, call: CallInput, prev: CallInput | None, facts: CacheFacts
+    state: CacheState, call: CallInput, prev: CallInput | None, facts: CacheFacts, *, labels: bool = True
 ) -> Prediction:
-    """Read the longest usable entry within each breakpoint's lookback, write at every breakpoint."""
+    """Read the longest usable entry within each breakpoint's lookback, write at every breakpoint.
+
+    ``labels=False`` leaves the miss label out (a what-if replay needs only the figures): finding
+    why a read fell short looks at every entry held, which dominates a long session's replay.
+    """
     cur = call.rendered
     now = seconds(call.started_at)
     markers = cur.markers
@@ -39,22 +44,38 @@ def predict_anthropic(
         p = marker.position
         while p >= 0 and group - groups[p] < facts.lookback:
             entry = state.entries.get(hashes[p])
-            usable = entry is not None and entry.position == p and entry_usable(entry, now)
-            if usable and entry is not None and (best is None or entry.tokens > best.tokens):
-                best = entry
+            if entry is not None and entry.position == p and entry_usable(entry, now):
+                if best is None or entry.tokens > best.tokens:
+                    best = entry
+                # Prefixes only shrink further back: nothing behind this one is longer.
+                break
             p -= 1
     read = best.tokens if best is not None else 0
     bps = [(cur.prefix_tokens(m.position), m.ttl) for m in markers]
     write_5m, write_1h = split_writes(read, bps, facts.minimum_tokens)
-    blocked = _blocked_entries(state, cur, read, now, facts)
-    label, detail = _anthropic_label(call, prev, facts, read, blocked)
+    label, detail, idle = None, "", None
+    if labels:
+        blocked = _blocked_entries(state, cur, read, now, facts)
+        label, detail = _anthropic_label(call, prev, facts, read, blocked)
+        if label == "ttl-expired":
+            idle = _idle_seconds(blocked, now)
+            if idle is not None:
+                detail += f" after {idle_text(idle)} without a read"
     if best is not None and now is not None:
         best.expires_at = now + TTL_SECONDS[best.ttl]
     _write_entries(state, call, facts, now)
     reprocessed, material = material_reprocessing(call, prev, read, label)
-    return Prediction(
-        read, write_5m, write_1h, label, detail, material, reprocessed, best.writer if best else None
-    )
+    writer = best.writer if best else None
+    return Prediction(read, write_5m, write_1h, label, detail, material, reprocessed, writer, idle)
+
+
+def _idle_seconds(blocked: list[tuple[str, CacheEntry]], now: float | None) -> float | None:
+    """Seconds between the last use of the expired entry the label names and ``now``: its expiry
+    less its lifetime is when it was last written or read."""
+    entry = next((entry for reason, entry in blocked if reason == "ttl-expired"), None)
+    if entry is None or entry.expires_at is None or now is None:
+        return None
+    return now - (entry.expires_at - TTL_SECONDS[entry.ttl])
 
 
 def _write_entries(state: CacheState, call: CallInput, facts: CacheFacts, now: float | None) -> None:
@@ -94,8 +115,11 @@ def _blocked_entries(
 ) -> list[tuple[str, CacheEntry]]:
     """Entries matching this request's prefix, larger than what it reads, and why each was not read."""
     found: list[tuple[str, CacheEntry]] = []
-    hashes, n = cur.prefix_hashes, len(cur)
-    for entry in state.entries.values():
+    hashes, n, entries = cur.prefix_hashes, len(cur), state.entries
+    # Only entries whose prefix this request repeats can be blocked: found by one set intersection
+    # (in C) rather than a look at every entry held, which grows with the session.
+    for key in entries.keys() & set(hashes):
+        entry = entries[key]
         if entry.tokens <= read or entry.position >= n or hashes[entry.position] != entry.prefix_hash:
             continue
         if now is not None and entry.expires_at is not None and entry.expires_at <= now:
@@ -104,7 +128,7 @@ def _blocked_entries(
             found.append(("concurrent", entry))
         elif facts.lookback:
             found.append(("beyond-lookback", entry))
-    found.sort(key=lambda item: -item[1].tokens)
+    found.sort(key=lambda item: (-item[1].tokens, item[1].position))
     return found
 
 

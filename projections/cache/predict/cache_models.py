@@ -13,19 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Literal
 
 from projections.cache.predict.materiality import is_material
 from projections.cache.render.diff import shared_prefix_length
 from projections.cache.render.rendered_request import RenderedRequest
-from projections.providers.mechanics import MECHANICS, Scheme
+from projections.providers.mechanics import TTL_SECONDS as TTL_SECONDS
+from projections.providers.mechanics import Scheme
 from projections.providers.rules import ModelRule, model_rule
 
 Family = Literal["anthropic", "openai", "deepseek", "gemini"]
-
-TTL_SECONDS = {**MECHANICS["anthropic-breakpoints"].lifetimes, **MECHANICS["openai-breakpoints"].lifetimes}
-"""Lifetime of a breakpoint's entry by the ttl it names: Anthropic's ``5m`` and ``1h``, refreshed by
-every read (prompt caching docs, "Cache lifetime"), and OpenAI's ``30m`` and ``12h``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +73,12 @@ class UnknownModelError(LookupError):
     """No row of the provider rules covers a platform and model."""
 
 
+@lru_cache(maxsize=1024)
 def cache_facts(platform: str, model: str, on: date | None = None) -> CacheFacts:
-    """The cache facts for a platform and model, as in force on ``on`` (default: the newest rows)."""
+    """The cache facts for a platform and model, as in force on ``on`` (default: the newest rows).
+
+    Kept per argument: the predictor asks for every request, and matching the rules' patterns cost
+    more than predicting the request. The facts are frozen, so a shared copy is safe."""
     rule = model_rule(platform, model, on)
     if rule is None:
         raise UnknownModelError(f"no cache facts for platform {platform!r}, model {model!r}")
@@ -154,6 +156,9 @@ class Prediction:
     reprocessed: int
     read_from: str | None = None
     """The request whose entry the predicted read lands on."""
+    idle_seconds: float | None = None
+    """For a ``ttl-expired`` miss: how long the entry it would have read had gone without a read
+    or write before this request, when the clock says."""
 
     @property
     def write(self) -> int:

@@ -25,9 +25,11 @@ class CachePredictor:
     prompt), but each request is compared with the previous request of its own lineage.
     """
 
-    def __init__(self, state: CacheState | None = None) -> None:
+    def __init__(self, state: CacheState | None = None, *, labels: bool = True) -> None:
         self.state = state if state is not None else CacheState()
         self.previous: dict[str, CallInput] = {}
+        self.labels = labels
+        """Whether Anthropic predictions name their miss label (a what-if replay needs only figures)."""
 
     def expired_hashes(self, now: datetime | None) -> set[str]:
         """Prefix hashes of entries that have expired by ``now``."""
@@ -45,7 +47,7 @@ class CachePredictor:
         facts = cache_facts(call.platform, call.rendered.model, _day(call.started_at))
         prev = self.previous.get(call.lineage)
         if facts.scheme == "anthropic-breakpoints":
-            prediction = predict_anthropic(self.state, call, prev, facts)
+            prediction = predict_anthropic(self.state, call, prev, facts, labels=self.labels)
         elif facts.scheme == "openai-breakpoints":
             prediction = predict_openai_breakpoints(self.state, call, prev, facts)
         elif facts.scheme == "deepseek-units":

@@ -13,9 +13,10 @@ from datetime import datetime
 
 from projections.cache.predict.cache_models import openai_cached_tokens
 from projections.normalized import Usage
+from projections.providers.mechanics import TTL_SECONDS
 
-FIVE_MINUTES = 300.0
-ONE_HOUR = 3_600.0
+FIVE_MINUTES = float(TTL_SECONDS["5m"])
+ONE_HOUR = float(TTL_SECONDS["1h"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +49,15 @@ class TranscriptPrediction:
 
 
 def predict_transcript(
-    calls: Sequence[TranscriptCall], *, static_prefix: int | None = None
+    calls: Sequence[TranscriptCall], *, static_prefix: int | None = None, ttl_seconds: float | None = None
 ) -> list[TranscriptPrediction]:
     """Predict read(N) = read(N-1) + write(N-1) per lineage, in the order given.
 
     The rule holds within the TTL (1 h when the previous call wrote 1-hour tokens) with no model
     change or compaction between. After a compaction only the static prefix (tools and system
     prompt) survives: ``static_prefix`` when given, else the first call's read of that lineage.
+    ``ttl_seconds``: one lifetime for every entry instead (a what-if of the 1-hour TTL throughout,
+    where a call that only reads refreshes a 1-hour entry too).
     """
     previous: dict[str, TranscriptCall] = {}
     first_read: dict[str, int | None] = {}
@@ -81,7 +84,7 @@ def predict_transcript(
         if prev.model != call.model:
             out.append(TranscriptPrediction(0, "model-changed"))
             continue
-        ttl = ONE_HOUR if (prev.usage.cache_write_1h or 0) > 0 else FIVE_MINUTES
+        ttl = ttl_seconds or (ONE_HOUR if (prev.usage.cache_write_1h or 0) > 0 else FIVE_MINUTES)
         started, before = call.started_at, prev.started_at
         if started is not None and before is not None and (started - before).total_seconds() > ttl:
             out.append(TranscriptPrediction(0, "ttl-expired"))

@@ -14,10 +14,9 @@ from typing import Literal
 
 from projections.cache.render.render_record import RecordMarker, render_record
 from projections.cache.render.rendered_request import TIERS, RenderedRequest, Tier
+from projections.providers.mechanics import TTL_SECONDS
 
 MarkerState = Literal["kept", "broken", "expired", "out-of-reach", "below-minimum"]
-
-TTL_SECONDS = {"5m": 300, "1h": 3600}
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,8 +65,32 @@ def test_a_miss_with_an_unchanged_prefix_gets_the_remedy_of_its_label() -> None:
 
     assert second.label == "ttl-expired"
     assert second.first_change is None
-    assert second.remedy == LABEL_REMEDIES["ttl-expired"]
-    assert second.detail  # the predictor says which entry is no longer retained
+    assert second.remedy.startswith("The entry expired after 6 min idle: ttl 1h on the stable prefix")
+    assert second.detail.endswith("expired after 6 min without a read")
+
+
+def test_a_ttl_miss_after_more_than_an_hour_idle_is_not_offered_the_1_hour_ttl() -> None:
+    second = verdicts(expired_pair(minutes=4 * 60 + 2))[1]
+
+    assert second.label == "ttl-expired"
+    assert second.remedy.startswith("The entry expired after 4 h 2 min idle, longer than the 1-hour TTL")
+    assert "ttl 1h" not in second.remedy
+    assert "nothing to change" in second.remedy
+
+
+def test_a_ttl_miss_in_a_transcript_states_the_gap_since_the_previous_call() -> None:
+    calls = [transcript_call("c0", 0, 0, 0, 9_000), transcript_call("c1", 1, 50, 0, 9_400)]
+    second = verdicts(calls)[1]
+
+    assert second.label == "ttl-expired"
+    assert second.detail.endswith("50 min idle, TTL 5 min")
+    assert second.remedy.startswith("The entry expired after 50 min idle: ttl 1h")
+
+
+def test_a_stored_ttl_miss_without_its_gap_gets_the_conditional_remedy() -> None:
+    data = {"figures": {}, "label": "ttl-expired", "first_change": None}
+    assert verdict(data, has_body=True).remedy == LABEL_REMEDIES["ttl-expired"]
+    assert "past an hour idle no TTL keeps it" in LABEL_REMEDIES["ttl-expired"]
 
 
 def test_a_request_that_reads_what_it_should_has_no_label_and_no_remedy() -> None:

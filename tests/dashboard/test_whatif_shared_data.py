@@ -1,0 +1,37 @@
+"""The what-if over the real agent logs beside the checkout (skipped where they are absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dashboard.savings.refresh import file_whatif
+
+pytestmark = [pytest.mark.django_db, pytest.mark.shared_data]
+
+
+def test_the_claude_trace_sample_is_replayed_exactly_from_its_bodies(shared_data: Path) -> None:
+    found = file_whatif(path=shared_data / "claude-trace" / "log-sample.jsonl")
+    ((_, whatif),) = found.sessions
+    recorded = whatif.result("as-recorded")
+    assert recorded.reported_tokens == recorded.tokens  # the rules explain every reported read and write
+    assert whatif.result("rolling-breakpoint").supported
+    assert whatif.result("no-attribution-block").supported is False  # Claude Code 1.0.6 sends no block
+    best = whatif.result("best")
+    assert best.cost is not None
+    assert recorded.cost is not None
+    assert best.cost <= recorded.cost
+
+
+def test_a_real_claude_code_transcript_prices_the_1_hour_ttl_and_says_why_not_the_rest(
+    shared_data: Path,
+) -> None:
+    found = file_whatif(path=shared_data / "claude-code" / "agent-db734024.jsonl")
+    ((_, whatif),) = found.sessions
+    rows = {row["scenario"]: row for row in whatif.to_json()}
+    assert rows["ttl-1h"]["supported"] is True
+    assert rows["as-recorded"]["rules_error_usd"] == 0
+    for name in ("stable-prefix", "rolling-breakpoint", "no-attribution-block"):
+        assert rows[name]["supported"] is False
+        assert "without request bodies" in str(rows[name]["reason"])
