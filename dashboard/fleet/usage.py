@@ -16,12 +16,20 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.urls import reverse
 
 from dashboard.costs.pricing import Tokens, price_match, prices_load, usage_cost
 from dashboard.models import Session, Source, UsageRollup
-from dashboard.web.time_range import Step, TimeWindow, range_limited, time_window
+from dashboard.web import time_range
+from dashboard.web.time_range import (
+    RANGE_LABELS,
+    Step,
+    TimeWindow,
+    range_limited,
+    time_window,
+    widening_range,
+)
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
 
@@ -131,11 +139,14 @@ def iso(moment: datetime) -> str:
 
 
 def fleet_window(range_name: str) -> TimeWindow | None:
-    """The window of ``range_name`` over the data there is; ``None`` when no request has a time."""
+    """The window of ``range_name`` counting back from now (``all``: over the data there is);
+    ``None`` when no request has a time."""
     extent = UsageRollup.objects.filter(granularity=UsageRollup.Granularity.HOUR).aggregate(
         oldest=Min("bucket_start"), newest=Max("bucket_start")
     )
-    return time_window(range_name, oldest=extent["oldest"], newest=extent["newest"])
+    return time_window(
+        range_name, oldest=extent["oldest"], newest=extent["newest"], now=time_range.wall_clock()
+    )
 
 
 ROLLUP_SUMS = {
@@ -232,6 +243,60 @@ def active_sessions_count(window: TimeWindow) -> ActiveSessions:
         counted = active_sessions_counted(window)
         cache.set(key, counted, ACTIVE_CACHE_SECONDS)
     return counted
+
+
+@dataclass(frozen=True, slots=True)
+class Outside:
+    """The stored sessions a range leaves out, and the shortest range that takes them in."""
+
+    sessions: int
+    wider: str
+    """A name of :data:`~dashboard.web.time_range.RANGES`; empty when no range shows them."""
+
+    @property
+    def wider_label(self) -> str:
+        if not self.wider:
+            return ""
+        return "all time" if self.wider == "all" else f"the last {RANGE_LABELS[self.wider]}"
+
+
+def sessions_outside(window: TimeWindow | None, active: ActiveSessions | None) -> Outside | None:
+    """How many stored sessions ``window`` leaves out (those last active before it, or without any
+    time), and the range that would show them; ``None`` when it leaves none out.
+
+    An empty range over a fleet that has data is not "nothing wrong": the page says what lies
+    outside and links to it. Without a window (no request has a time) every session is outside and
+    ``wider`` is empty: only the sessions list shows them. One aggregate query, cached as the
+    active sessions' count is.
+    """
+    if window is not None and not range_limited(window):
+        return None
+    stored = _stored_sessions()
+    left_out = stored["total"] - (active.sessions if window is not None and active is not None else 0)
+    if left_out <= 0:
+        return None
+    if window is None:
+        return Outside(sessions=left_out, wider="")
+    oldest = None if stored["undated"] else stored["oldest"]
+    return Outside(
+        sessions=left_out,
+        wider=widening_range(window.name, oldest_activity=oldest, now=time_range.wall_clock()),
+    )
+
+
+def _stored_sessions() -> dict[str, Any]:
+    newest = Session.objects.aggregate(session=Max("id"), activity=Max("last_activity"))
+    activity = newest["activity"].timestamp() if newest["activity"] else 0
+    key = f"stored-sessions:{newest['session']}:{activity}"
+    stored: dict[str, Any] | None = cache.get(key)
+    if stored is None:
+        stored = Session.objects.aggregate(
+            total=Count("id"),
+            undated=Count("id", filter=Q(started_at__isnull=True)),
+            oldest=Min("last_activity", filter=Q(started_at__isnull=False)),
+        )
+        cache.set(key, stored, ACTIVE_CACHE_SECONDS)
+    return stored
 
 
 def active_sessions_counted(window: TimeWindow) -> ActiveSessions:

@@ -17,6 +17,7 @@ from dashboard.fleet.usage import (
     active_sessions_count,
     fleet_usage,
     fleet_window,
+    sessions_outside,
     source_rows,
     span_params,
 )
@@ -29,7 +30,8 @@ from dashboard.web.time_range import RANGE_LABELS, RANGES, range_name
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     """The fleet over one time range (``?range=24h|7d|30d|90d|all``, 30 days by default), read
-    from the usage rollups; the range ends at the newest request, not at the wall clock."""
+    from the usage rollups; a range counts back from now, and the page says how many stored
+    sessions it leaves out, with a link to the range that shows them."""
     chosen = range_name(request.GET.get("range"))
     window = fleet_window(chosen)
     usage = fleet_usage(window) if window is not None else None
@@ -57,6 +59,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "range": chosen,
         "ranges": [(name, RANGE_LABELS[name]) for name in RANGES],
         "window": window,
+        "outside": sessions_outside(window, active),
         # Appended to the links to the sessions list, which then lists the sessions the rows count.
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
@@ -83,5 +86,11 @@ def wasted_writes(request: HtmxHttpRequest) -> HttpResponse:
     chosen = range_name(request.GET.get("range"))
     window = fleet_window(chosen)
     template = "dashboard/overview_wasted.html" + ("#fleet-wasted" if request.htmx else "")
-    context = {"range": chosen, "window": window, "wasters": top_wasted_writes(window) if window else []}
+    active = active_sessions_count(window) if window is not None else None
+    context = {
+        "range": chosen,
+        "window": window,
+        "outside": sessions_outside(window, active),
+        "wasters": top_wasted_writes(window) if window else [],
+    }
     return render(request, template, context)

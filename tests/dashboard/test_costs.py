@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -25,6 +26,14 @@ from dashboard.web.money import usd
 from projections.usage import openai_responses_usage
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is a day after the requests these tests store."""
+    wall_clock(T0 + timedelta(days=1))
+
+
 SONNET = Price(
     pattern="claude-sonnet-4",
     input=Decimal("3"),

@@ -5,6 +5,7 @@ The case the panels used to get wrong is a day that reported writes but no reads
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -25,6 +26,12 @@ from tests.dashboard.test_analysis import MODEL, usage_row
 from tests.dashboard.test_hit_rate_rule import CASES
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is a day after the requests these tests store."""
+    wall_clock(DAY + timedelta(days=1))
 
 
 def one_request_fleet(

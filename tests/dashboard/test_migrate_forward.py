@@ -28,7 +28,9 @@ def test_a_database_at_the_previous_release_migrates_forward_keeping_its_rows() 
     executor.migrate(PREVIOUS_RELEASE)
     apps = executor.loader.project_state(PREVIOUS_RELEASE).apps
     source = apps.get_model("dashboard", "Source").objects.create(name="laptop")
-    session = apps.get_model("dashboard", "Session").objects.create(source=source, external_id="s", format="dsh")
+    session = apps.get_model("dashboard", "Session").objects.create(
+        source=source, external_id="s", format="dsh"
+    )
     request = apps.get_model("dashboard", "Request").objects.create(
         session=session,
         ordinal=0,

@@ -1,9 +1,11 @@
-"""The overview over a time range: it ends at the newest data, is cut into buckets the axis labels
-by itself, leaves empty buckets empty, and links each bucket to the requests (and sessions) in it."""
+"""The overview over a time range: it counts back from now, says how many stored sessions it leaves
+out and links to the range that shows them, is cut into buckets the axis labels by itself, leaves
+empty buckets empty, and links each bucket to the requests (and sessions) in it."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,12 +17,17 @@ from django.urls import reverse
 
 from dashboard.fleet.charts import RIGHT_AXIS_MARGIN
 from dashboard.fleet.rollups import rollups_rebuild
-from dashboard.models import Request, Session, Source
+from dashboard.models import Request, RequestAnalysis, Session, Source
 from dashboard.web.charts import base_layout
 
 pytestmark = pytest.mark.django_db
 
 NEWEST = datetime(2026, 3, 4, 15, 20, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_just_after_the_newest_request(wall_clock: Callable[[datetime], None]) -> None:
+    wall_clock(NEWEST + timedelta(minutes=10))
 
 
 def fleet(days_ago: list[int], *, source: str = "farm") -> Session:
@@ -57,16 +64,77 @@ def overview(client: Client, **params: str) -> dict:  # type: ignore[type-arg]
     return response.context  # type: ignore[no-any-return]
 
 
-def test_the_default_range_is_the_thirty_days_ending_at_the_newest_request(viewer_client: Client) -> None:
-    fleet([0, 3, 45])  # the newest request is long before "now" would be in a real fleet
+def test_the_default_range_is_the_thirty_days_counting_back_from_now(
+    viewer_client: Client, wall_clock: Callable[[datetime], None]
+) -> None:
+    fleet([0, 3, 28])
+    wall_clock(NEWEST + timedelta(days=5))
 
     context = overview(viewer_client)
 
     window = context["window"]
     assert (context["range"], window.step) == ("30d", "day")
-    assert window.end == datetime(2026, 3, 5, tzinfo=UTC)
+    assert window.end == datetime(2026, 3, 10, tzinfo=UTC)
     assert len(window.buckets) == 30
-    assert context["totals"]["requests"] == 2  # the request 45 days back is outside the range
+    assert context["totals"]["requests"] == 2  # the request 33 days before now is outside the range
+    assert context["outside"] is None  # the one session was active in the range
+
+
+def test_sessions_months_older_than_the_newest_are_counted_with_a_link_to_the_range_that_shows_them(
+    viewer_client: Client,
+) -> None:
+    fleet([0, 1])
+    fleet([60], source="laptop")
+    fleet([150], source="ci")
+
+    context = overview(viewer_client)
+    page = viewer_client.get(reverse("dashboard:overview")).content.decode()
+
+    assert (context["totals"]["sessions"], context["outside"].sessions, context["outside"].wider) == (
+        1,
+        2,
+        "all",
+    )
+    assert 'href="?range=all"' in page
+    assert "2 stored sessions lie outside this range: show all time" in page
+    ninety = overview(viewer_client, range="90d")
+    assert (ninety["totals"]["sessions"], ninety["outside"].sessions) == (2, 1)
+    assert overview(viewer_client, range="all")["outside"] is None
+    assert overview(viewer_client, range="all")["totals"]["sessions"] == 3
+
+
+def test_a_range_that_leaves_out_only_a_few_weeks_links_to_the_next_range_up(viewer_client: Client) -> None:
+    fleet([0])
+    fleet([50], source="laptop")
+
+    outside = overview(viewer_client)["outside"]
+
+    assert (outside.sessions, outside.wider, outside.wider_label) == (1, "90d", "the last 90 days")
+
+
+def test_a_fleet_whose_logs_stopped_long_ago_never_shows_an_empty_all_clear(
+    viewer_client: Client, wall_clock: Callable[[datetime], None]
+) -> None:
+    session = fleet([0, 1])
+    RequestAnalysis.objects.create(
+        session=session, request=session.requests.first(), material=True, label="ttl-expired"
+    )
+    wall_clock(NEWEST + timedelta(days=200))
+
+    page = viewer_client.get(reverse("dashboard:overview")).content.decode()
+
+    link = "1 stored session lies outside this range: show all time"
+    assert 'id="outside-range"' in page
+    for empty in (
+        "No material misses in this range.",
+        "No warnings in this range.",
+        "No request in this range.",
+    ):
+        assert f"{empty} <a" in page, empty
+    assert "No material misses.</p>" not in page
+    assert "No timed requests yet" not in page
+    assert page.count(link) >= 4
+    assert len(overview(viewer_client, range="all")["recent_misses"]) == 1
 
 
 def test_an_empty_bucket_breaks_the_line_and_carries_no_link(viewer_client: Client) -> None:

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,6 +28,14 @@ from dashboard.templatetags.cachescope import UNREPORTED_TITLE
 pytestmark = pytest.mark.django_db
 
 T0 = datetime(2026, 3, 4, 15, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is an hour after the requests these tests store."""
+    wall_clock(T0 + timedelta(hours=1))
+
+
 UNREPORTED = (1_000, None, None, None)
 """(uncached, read, write 5m, write 1h): a DeepSeek request as its logs give it."""
 READS_ONLY = (700, 300, None, None)
