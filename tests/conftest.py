@@ -5,12 +5,15 @@ from pathlib import Path
 
 import pytest
 
+PRICE_SEEDS = ("0005_api_tokens_prices", "0037_prices_of_every_rule_family")
+"""The migrations that seed the price table, in order."""
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
 def _seeded_prices(request: pytest.FixtureRequest) -> None:
-    """Every database test starts with the price table migration 0005 seeds, as a deployment does.
+    """Every database test starts with the price table migrations 0005 and 0037 seed, as a
+    deployment does.
 
     A transactional test (a live server's) ends by flushing every table, seeded rows included, so
     without this a test that prices a request would pass or fail by which tests ran before it.
@@ -27,7 +30,8 @@ def _seeded_prices(request: pytest.FixtureRequest) -> None:
     from dashboard.models import ModelPrice
 
     if not ModelPrice.objects.exists():
-        import_module("dashboard.migrations.0005_api_tokens_prices").seed_prices(apps, None)
+        for migration in PRICE_SEEDS:
+            import_module(f"dashboard.migrations.{migration}").seed_prices(apps, None)
 
 
 @pytest.fixture
