@@ -6,6 +6,11 @@ restart or a price change. The ledger keeps, per model, the sums those figures a
 session is priced from a few numbers whatever the price table says. It is kept with the key of the
 requests and analysis it was made from (:func:`session_inputs_key`): the analysis writes it, and a
 page that finds it missing or made from older rows makes it again from the requests and stores it.
+
+Whenever a ledger is stored, the session's cost at the prices of the table is kept beside it in
+:attr:`Session.cost_usd <dashboard.models.Session.cost_usd>` (with the requests no price matched),
+which the sessions list sorts on and ``manage.py report`` prints; a change to the price table
+prices every session again from its ledger (:func:`sessions_reprice`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,14 @@ from django.db import OperationalError, transaction
 from django.db.models import Count, Max
 
 from dashboard.costs.ledger import CostLedger, ModelTally, cost_ledger, ledger_cost
-from dashboard.costs.pricing import SessionCost, prices_load, session_calls_load
+from dashboard.costs.pricing import (
+    COST_PLACES,
+    Price,
+    SessionCost,
+    price_match,
+    prices_load,
+    session_calls_load,
+)
 from dashboard.models import ModelPrice, Session, SessionAnalysis, SessionCostLedger
 
 log = logging.getLogger(__name__)
@@ -134,8 +146,11 @@ def session_cost(*, session: Session, analysis: SessionAnalysis | None) -> Sessi
     ]
 
 
-def ledgers_store(ledgers: Mapping[int, tuple[str, CostLedger]]) -> None:
-    """Keep each session's ledger under its key, replacing any older one; one query."""
+def ledgers_store(
+    ledgers: Mapping[int, tuple[str, CostLedger]], *, prices: Sequence[Price] | None = None
+) -> None:
+    """Keep each session's ledger under its key, replacing any older one, and the session's cost at
+    ``prices`` (the table's, read here when not given) beside it; two or three queries."""
     SessionCostLedger.objects.bulk_create(
         [
             SessionCostLedger(session_id=pk, inputs_key=_stored_key(key), tallies=ledger_as_json(ledger))
@@ -145,6 +160,64 @@ def ledgers_store(ledgers: Mapping[int, tuple[str, CostLedger]]) -> None:
         unique_fields=["session"],
         update_fields=["inputs_key", "tallies"],
     )
+    table = prices_load() if prices is None else prices
+    session_costs_store({pk: ledger_cost(ledger, table) for pk, (_key, ledger) in ledgers.items()})
+
+
+def session_costs_store(costs: Mapping[int, SessionCost]) -> None:
+    """Keep each session's cost and its unpriced requests in its row, for the list to sort on."""
+    rows = [
+        Session(
+            pk=pk,
+            cost_usd=None if cost.total is None else cost.total.quantize(COST_PLACES),
+            unpriced_requests=cost.unpriced_requests,
+        )
+        for pk, cost in costs.items()
+    ]
+    Session.objects.bulk_update(rows, ["cost_usd", "unpriced_requests"], batch_size=LEDGER_BATCH)
+
+
+REPRICE_BATCH = 1000
+
+
+def sessions_reprice(*, session_ids: Sequence[int] | None = None, batch: int = REPRICE_BATCH) -> int:
+    """Price every session (or those listed) again from its ledger at the prices of the table, after
+    the table changed; a session without a current ledger has it made. The number whose cost or
+    unpriced count changed, which alone are written.
+
+    At 100,000 sessions: their ledgers read a thousand at a time, a few sums each, and the changed
+    rows written back in batches; no request is read unless a ledger is missing.
+    """
+    ids = (
+        list(session_ids)
+        if session_ids is not None
+        else list(Session.objects.order_by("pk").values_list("pk", flat=True))
+    )
+    prices = prices_load()
+    changed = 0
+    for start in range(0, len(ids), batch):
+        changed += _reprice_batch(ids[start : start + batch], prices)
+    return changed
+
+
+def sessions_price_unpriced() -> int:
+    """:func:`sessions_reprice` for the sessions with requests that were never priced (stored before
+    sessions kept their cost: no cost, and no request counted as unpriced); one query when none is."""
+    never = Session.objects.filter(request_count__gt=0, cost_usd__isnull=True, unpriced_requests=0)
+    return sessions_reprice(session_ids=list(never.order_by("pk").values_list("pk", flat=True)))
+
+
+def _reprice_batch(ids: Sequence[int], prices: Sequence[Price]) -> int:
+    sessions = list(Session.objects.filter(pk__in=list(ids)).select_related("analysis"))
+    ledgers, _made = _current_ledgers({session.pk: inputs_key_of(session) for session in sessions})
+    changed: dict[int, SessionCost] = {}
+    for session in sessions:
+        cost = ledger_cost(ledgers[session.pk], prices)
+        total = None if cost.total is None else cost.total.quantize(COST_PLACES)
+        if (total, cost.unpriced_requests) != (session.cost_usd, session.unpriced_requests):
+            changed[session.pk] = cost
+    session_costs_store(changed)
+    return len(changed)
 
 
 def _stored_key(inputs_key: str) -> str:
@@ -157,3 +230,29 @@ def ledger_as_json(ledger: CostLedger) -> dict[str, list[int]]:
 
 def ledger_of_json(data: Mapping[str, Sequence[int]]) -> CostLedger:
     return {model: ModelTally.of_list(values) for model, values in data.items()}
+
+
+def listed_sessions_priced(sessions: Sequence[Session]) -> None:
+    """Give those of ``sessions`` (read from the database, as a list page or an export holds them)
+    that were never priced their cost columns, from a ledger made now, so every listed row shows the
+    cost the list sorts by. A write refused (SQLite busy behind an ingest) leaves them unpriced for
+    this answer only."""
+    never = [s.pk for s in sessions if s.cost_usd is None and not s.unpriced_requests and s.request_count]
+    if not never:
+        return
+    try:
+        with transaction.atomic():
+            sessions_reprice(session_ids=never)
+    except OperationalError:
+        log.warning("session costs not stored for %d sessions", len(never), exc_info=True)
+        return
+    stored = Session.objects.filter(pk__in=never).values_list("pk", "cost_usd", "unpriced_requests")
+    figures = {pk: (cost, unpriced) for pk, cost, unpriced in stored}
+    for session in sessions:
+        if session.pk in figures:
+            session.cost_usd, session.unpriced_requests = figures[session.pk]
+
+
+def unpriced_models(session: Session, prices: Sequence[Price]) -> list[str]:
+    """The models of ``session`` no price matches: what its "no price for MODEL" names."""
+    return [model for model in session.models_list if price_match(model=model, prices=prices) is None]

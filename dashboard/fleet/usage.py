@@ -197,6 +197,22 @@ class SourceRow:
     sessions: int
     usage: Usage
     cost: Decimal | None
+    unpriced_models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCost:
+    """The window's cost over the models with a price, and what it leaves out for want of one."""
+
+    total: Decimal | None
+    """``None`` when no request of the window has a price."""
+    unpriced_requests: int = 0
+    unpriced_models: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """Whether requests of the window are left out of :attr:`total` (which then still counts)."""
+        return self.total is not None and self.unpriced_requests > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,11 +332,14 @@ def active_sessions_counted(window: TimeWindow) -> ActiveSessions:
     return ActiveSessions(dict(by_source), dict(by_client), sessions, events)
 
 
-def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceRow], Decimal | None]:
-    """Per source: the sessions active in the window, its usage and cost; and the fleet's cost."""
+def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceRow], FleetCost]:
+    """Per source: the sessions active in the window, its usage and cost; and the fleet's cost, with
+    the requests and models no price matched (counted in the tokens, left out of the cost)."""
     prices = prices_load()
     per_source: dict[int, Usage] = defaultdict(Usage)
     costs: dict[int, Decimal] = {}
+    unpriced: dict[int, set[str]] = defaultdict(set)
+    unpriced_requests = 0
     for (source_id, model), figures in usage.by_source_model.items():
         per_source[source_id].add(figures)
         price = price_match(model=model, prices=prices)
@@ -328,6 +347,9 @@ def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceR
             costs[source_id] = costs.get(source_id, Decimal(0)) + usage_cost(
                 tokens=figures.tokens, price=price
             )
+        elif figures.requests:
+            unpriced[source_id].add(model or "(no model)")
+            unpriced_requests += figures.requests
     shown = set(per_source) | set(active.by_source)
     rows = [
         SourceRow(
@@ -335,10 +357,16 @@ def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceR
             sessions=active.by_source.get(source.pk, 0),
             usage=per_source.get(source.pk, Usage()),
             cost=costs.get(source.pk),
+            unpriced_models=tuple(sorted(unpriced.get(source.pk, ()))),
         )
         for source in Source.objects.filter(pk__in=shown).order_by("name")
     ]
-    return rows, (sum(costs.values(), Decimal(0)) if costs else None)
+    fleet = FleetCost(
+        total=sum(costs.values(), Decimal(0)) if costs else None,
+        unpriced_requests=unpriced_requests,
+        unpriced_models=tuple(sorted(set().union(*unpriced.values()))),
+    )
+    return rows, fleet
 
 
 def client_version_rows(usage: FleetUsage, active: ActiveSessions) -> list[ClientVersionRow]:

@@ -13,6 +13,7 @@ from dashboard.fleet.cache_panels import (
     warnings_in_range,
 )
 from dashboard.fleet.usage import (
+    FleetCost,
     active_sessions,
     active_sessions_count,
     fleet_usage,
@@ -40,10 +41,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     )
     # With no request in range, none reported a cache figure: unknown, as the hit rate is.
     totals.update(hit_rate=None, read=None, write=None, cost=usd(None))
+    fleet_cost = FleetCost(total=None)
     sources = []
     active = active_sessions_count(window) if window is not None else None
     if usage is not None and active is not None:
-        sources, cost = source_rows(usage, active)
+        sources, fleet_cost = source_rows(usage, active)
         totals.update(
             sessions=active.sessions,
             events=active.events,
@@ -53,7 +55,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             write=usage.total.reported_write,
             output=usage.total.output,
             hit_rate=usage.total.hit_rate,
-            cost=usd(cost),
+            cost=usd(fleet_cost.total),
         )
     context = {
         "range": chosen,
@@ -63,6 +65,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         # Appended to the links to the sessions list, which then lists the sessions the rows count.
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
+        "fleet_cost": fleet_cost,
         "sources": [(row, usd(row.cost)) for row in sources],
         # The sessions active in the range: a limited range leaves out those last active before it.
         "recent_sessions": active_sessions(window).select_related("source")[:8],

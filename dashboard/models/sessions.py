@@ -93,6 +93,17 @@ class Session(models.Model):
     output_tokens = models.BigIntegerField(default=0)
     hit_rate = models.FloatField(null=True, blank=True, help_text="Null when no provider usage was reported.")
     warning_count = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(
+        max_digits=16,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="The session's cost at the prices of the table, kept so the list can sort by it; null "
+        "until priced, or when no request has a price (dashboard.costs.session_costs.sessions_reprice).",
+    )
+    unpriced_requests = models.PositiveIntegerField(
+        default=0, help_text="Requests whose model no price matched: counted in the tokens, not in the cost."
+    )
     models_used = models.CharField(max_length=500, blank=True, help_text="Comma-separated model names.")
     # Never null, so the list's default order (newest activity first) can walk its index.
     last_activity = models.DateTimeField(default=timezone.now)

@@ -64,7 +64,7 @@ def export_rows(filters: RequestFilters) -> Iterator[dict[str, Any]]:
             "predicted_write_tokens": call.predicted_write,
             "output_tokens": call.output_tokens,
             "reprocessed_tokens": call.reprocessed_tokens,
-            "cost_usd": str(call.cost) if call.cost is not None else None,
+            "cost_usd": float(call.cost) if call.cost is not None else None,
         }
 
 

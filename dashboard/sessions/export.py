@@ -8,7 +8,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from dashboard.costs.pricing import sessions_cost_map
+from dashboard.costs.session_costs import listed_sessions_priced, sessions_price_unpriced
 from dashboard.models import Session
 from dashboard.sessions.listing import SessionFilters
 from dashboard.web.export_streams import export_response
@@ -32,12 +32,15 @@ EXPORT_COLUMNS = (
     "warnings",
     "models",
     "cost_usd",
+    "unpriced_requests",
 )
 CHUNK = 1000
 
 
 def export_rows(filters: SessionFilters) -> Iterator[dict[str, Any]]:
     """Every session the filters select, in the list's order, one dict per row, a chunk at a time."""
+    if filters.sort_field == "cost_usd":
+        sessions_price_unpriced()  # so none sorts below $0 for want of having been priced
     sessions = filters.ordered(Session.objects.select_related("source", "parent"))
     chunk: list[Session] = []
     for session in sessions.iterator(chunk_size=CHUNK):
@@ -49,9 +52,8 @@ def export_rows(filters: SessionFilters) -> Iterator[dict[str, Any]]:
 
 
 def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
-    costs = sessions_cost_map(session_ids=[s.pk for s in sessions])
+    listed_sessions_priced(sessions)
     for s in sessions:
-        cost = costs.get(s.pk)
         yield {
             "session_id": s.external_id,
             "parent_session_id": s.parent.external_id if s.parent else (s.parent_external_id or None),
@@ -70,7 +72,9 @@ def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
             "hit_rate": s.hit_rate,
             "warnings": s.warning_count,
             "models": s.models_list,
-            "cost_usd": str(cost) if cost is not None else None,
+            # A JSON number, as every other figure: null where no request of the session has a price.
+            "cost_usd": float(s.cost_usd) if s.cost_usd is not None else None,
+            "unpriced_requests": s.unpriced_requests,
         }
 
 

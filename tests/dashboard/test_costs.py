@@ -22,6 +22,7 @@ from dashboard.costs.pricing import (
 )
 from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.sessions.summaries import session_refresh_summary
 from dashboard.web.money import usd
 from projections.usage import openai_responses_usage
 
@@ -266,6 +267,7 @@ def _session_with_requests() -> Session:
             cache_write_5m_tokens=write,
             output_tokens=100,
         )
+    session_refresh_summary(session)
     return session
 
 
