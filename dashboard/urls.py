@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from dashboard.web.lazy_views import LazyView
 
@@ -73,6 +75,11 @@ urlpatterns = [
     path("v1/traces", view("ingest.otlp.views.traces"), name="otlp_traces"),
     path("v1/metrics", view("ingest.otlp.views.metrics"), name="otlp_metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Where people type it: sent on to the login page, with the page to return to.
+    path(
+        "login/",
+        login_not_required(RedirectView.as_view(pattern_name="login", query_string=True, permanent=False)),
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("favicon.ico", view("web.favicon.favicon"), name="favicon"),

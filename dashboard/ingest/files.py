@@ -317,6 +317,7 @@ def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
     job.sessions.add(*summary.changed_session_ids)
     job.sessions_added = summary.sessions_added
     job.sessions_updated = summary.sessions_updated
+    job.sessions_unchanged = summary.sessions_unchanged
     job.events_added = summary.events_added
     job.requests_added = summary.requests_added
     job.duplicates = summary.duplicates

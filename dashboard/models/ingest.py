@@ -85,6 +85,13 @@ class IngestJob(models.Model):
     bytes_done = models.BigIntegerField(default=0)
     sessions_added = models.PositiveIntegerField(default=0)
     sessions_updated = models.PositiveIntegerField(default=0)
+    sessions_unchanged = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=0,
+        help_text="Sessions read whose log was already stored whole; empty for a job recorded before "
+        "they were counted.",
+    )
     events_added = models.PositiveIntegerField(default=0)
     requests_added = models.PositiveIntegerField(default=0)
     duplicates = models.PositiveIntegerField(
