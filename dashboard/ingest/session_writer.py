@@ -115,6 +115,11 @@ def write_session(
         # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
         session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
     session.crash_tail = imported.crash_tail or session.crash_tail
+    # A title the log gives as it is read (a transcript's summary line, the harness's session/title)
+    # is known only now; a log that grew may have been named since, so its newest copy names it.
+    title = imported.title[:300]
+    if title and (not session.title or added_events or added_requests):
+        session.title = title
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at
     session_refresh_summary(

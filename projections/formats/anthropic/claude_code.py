@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from projections.formats.anthropic.claude_code_transcript import Transcript
+from projections.formats.anthropic.transcript_title import TranscriptTitle
 from projections.formats.reading.lines import LogLines
 from projections.formats.reading.storable import TooDeep, decode_storable
 from projections.formats.reading.times import optional_time, parse_time
@@ -109,6 +110,7 @@ def _session(
 
 def _items(path: Path, session: SessionImport, lineage: Lineage, keep: _Keep) -> Iterator[SessionItem]:
     transcript = Transcript(str(path), lineage, session)
+    title = TranscriptTitle()
     with LogLines(path) as log:
         for line in log.json_lines():
             if line.error is not None:
@@ -116,8 +118,10 @@ def _items(path: Path, session: SessionImport, lineage: Lineage, keep: _Keep) ->
             if line.notice is not None:
                 yield line.notice
             if line.value is not None and keep(line.value):
+                title.feed(line.value)
                 yield from transcript.feed(line.value, line.number)
         session.crash_tail = log.crash_tail
+    session.title = title.title or session.title
     yield from transcript.finish()
 
 
@@ -152,6 +156,7 @@ def _decode(chunks: list[bytes]) -> Iterator[dict[str, JSON]]:
 
 def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]]) -> Iterator[SessionItem]:
     transcript = Transcript(str(path), "subagent", session)
+    title = TranscriptTitle()
     with LogLines(path) as log:
         for offset, number in places:
             raw = log.line_at(offset)
@@ -161,5 +166,7 @@ def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]])
                 continue
             if session.started_at is None:
                 session.started_at = optional_time(value.get("timestamp"))
+            title.feed(value)
             yield from transcript.feed(value, number)
+    session.title = title.title or session.title
     yield from transcript.finish()

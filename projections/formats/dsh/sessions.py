@@ -16,6 +16,7 @@ from projections.formats.dsh.calls import DshCalls
 from projections.formats.reading.limits import MAX_EVENT_TYPE, MAX_SEQ, MAX_SOURCE_SEQS
 from projections.formats.reading.lines import LogLines
 from projections.formats.reading.times import parse_time
+from projections.formats.reading.titles import blocks_text, first_title, one_line, prompt_title
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
 from projections.wall_clock import is_wall_clock
 
@@ -136,6 +137,7 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
     expected = 0
     lost_lines = False
     calls = DshCalls(name, session.lineage)
+    named = prompt = other = ""
     with LogLines(path) as log:
         lines = log.json_lines()
         next(lines, None)  # the header, validated by read_header
@@ -174,11 +176,37 @@ def _session_items(path: Path, session: SessionImport) -> Iterator[SessionItem]:
                     )
                 if event.time is not None:
                     session.ended_at = event.time
+                if event.type == "session/title":
+                    named = _event_title(event) or named
+                elif event.type == "user/message" and not prompt:
+                    prompt = _typed_prompt(event)
+                    other = other or _message_title(event)
                 yield event
                 call = calls.observe(current_spelling(event))
                 if call is not None:
                     yield call
         session.crash_tail = log.crash_tail
+    # The harness names a session with session/title events (the newest wins; its own fallback is
+    # the first prompt); a header's title, then the first prompt, for a log without one, and last
+    # the first message of any other kind (a goal's round states its objective).
+    session.title = first_title([named, session.title, prompt, other])
+
+
+def _event_title(event: EventRecord) -> str:
+    title = event.data.get("title")
+    return one_line(title) if isinstance(title, str) else ""
+
+
+def _typed_prompt(event: EventRecord) -> str:
+    """The title a ``user/message`` gives, if the user typed it (not a compaction checkpoint)."""
+    source = event.data.get("source")
+    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+        return ""
+    return _message_title(event)
+
+
+def _message_title(event: EventRecord) -> str:
+    return prompt_title(blocks_text(event.data.get("content")))
 
 
 def _int(value: JSON, field: str) -> int:

@@ -42,6 +42,7 @@ from projections.formats.openai.codex_tokens import TokenCounter, TokenCountErro
 from projections.formats.reading.event_sequence import EventSequence
 from projections.formats.reading.lines import LogLines
 from projections.formats.reading.times import optional_time, parse_time
+from projections.formats.reading.titles import blocks_text, prompt_title
 from projections.normalized import (
     JSON,
     EventRecord,
@@ -296,6 +297,9 @@ class _Rollout(EventSequence):
         if not injected:
             self.turn += 1
             self.step = 0
+            if not self.session.title and not self.inherited and item.get("role") == "user":
+                # Titled as the CLI's resume picker shows it: by the first prompt the user typed.
+                self.session.title = prompt_title(blocks_text(message_blocks(item)))
         source: dict[str, JSON] = {"kind": "user", "meta": True} if injected else {"kind": "user"}
         data: dict[str, JSON] = {
             "id": f"line-{number}",
