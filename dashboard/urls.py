@@ -33,6 +33,7 @@ dashboard_patterns = [
         name="session_host_notes",
     ),
     path("sessions/<int:session_id>/live/", view("sessions.live.session_live_hx"), name="session_live"),
+    path("sessions/<int:session_id>/move/", view("sessions.moves.session_move_view"), name="session_move"),
     path(
         "sessions/<int:session_id>/analyse/", view("analysis.views.session_analyse"), name="session_analyse"
     ),

@@ -29,6 +29,9 @@ class IngestSummary:
     """Sessions this ingest added or updated: what its job links to."""
     followups_pending: list[int] = field(default_factory=list)
     """Sessions stored whose folds and analyses could not be enqueued (the broker was down)."""
+    elsewhere: list[tuple[str, int, str]] = field(default_factory=list)
+    """``(external id, session id, source)`` of each log read that another source already holds:
+    not stored again, and counted in no total here."""
 
     @property
     def sessions(self) -> int:
@@ -52,4 +55,5 @@ class IngestSummary:
             "duplicate_requests": self.duplicate_requests,
             "errors": len(self.errors),
             "notices": len(self.notices),
+            "sessions_elsewhere": len(self.elsewhere),
         }

@@ -80,6 +80,12 @@ class IngestJob(models.Model):
         related_name="ingest_jobs",
         help_text="The sessions it added or updated.",
     )
+    sessions_elsewhere = models.ManyToManyField(
+        "dashboard.Session",
+        blank=True,
+        related_name="+",
+        help_text="Sessions whose log it read but found stored under another source, and so did not store.",
+    )
 
     bytes_total = models.BigIntegerField(default=0)
     bytes_done = models.BigIntegerField(default=0)

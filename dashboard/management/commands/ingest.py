@@ -53,6 +53,10 @@ class Command(BaseCommand):
                 "job": job.pk,
                 "error_lines": [str(e) for e in summary.errors],
                 "notice_lines": [str(n) for n in summary.notices],
+                "stored_elsewhere": [
+                    {"session_id": external_id, "stored_as": pk, "source": name}
+                    for external_id, pk, name in summary.elsewhere
+                ],
             }
             self.stdout.write(json.dumps(result, indent=2))
         else:
@@ -67,6 +71,11 @@ class Command(BaseCommand):
                 "{duplicate_events} duplicate events, {duplicate_requests} duplicate requests skipped; "
                 "{errors} errors, {notices} notices".format(**counts)
             )
+            for external_id, pk, name in summary.elsewhere:
+                self.stdout.write(
+                    f"{external_id}: already stored under source {name} (session {pk}); not stored again. "
+                    f"An admin can move it on the page of ingest job {job.pk}."
+                )
             if not summary.events_added and not summary.requests_added and summary.duplicates:
                 self.stdout.write("Nothing new: everything in these files was already stored.")
             if summary.followups_pending:
@@ -74,5 +83,5 @@ class Command(BaseCommand):
                     f"{len(summary.followups_pending)} sessions are stored, but their folds and analyses "
                     "could not be queued (the broker did not answer): ingest again once it is back."
                 )
-        if summary.errors and not summary.sessions:
+        if summary.errors and not summary.sessions and not summary.elsewhere:
             raise CommandError(f"no session could be read; {len(summary.errors)} errors")
