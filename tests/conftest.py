@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from importlib import import_module
 from pathlib import Path
 
@@ -32,6 +34,17 @@ def _seeded_prices(request: pytest.FixtureRequest) -> None:
     if not ModelPrice.objects.exists():
         for migration in PRICE_SEEDS:
             import_module(f"dashboard.migrations.{migration}").seed_prices(apps, None)
+
+
+@pytest.fixture
+def wall_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[datetime], None]:
+    """Set the moment the pages' time ranges count back from (the live server's thread too)."""
+    from dashboard.web import time_range
+
+    def set_to(moment: datetime) -> None:
+        monkeypatch.setattr(time_range, "wall_clock", lambda: moment)
+
+    return set_to
 
 
 @pytest.fixture

@@ -81,6 +81,7 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
         "requests_chart": figures.requests_chart,
         "cacheability_chart": figures.cacheability_chart,
         "material_misses": figures.material_misses,
+        "costliest_miss": figures.costliest_miss,
     }
 
 

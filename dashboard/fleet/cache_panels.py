@@ -4,6 +4,8 @@ the provider's own stated reason and the hit rate by client release."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, QuerySet, Sum
@@ -27,15 +29,23 @@ from dashboard.web.time_range import DEFAULT_RANGE, TimeWindow, range_limited
 from projections.providers.diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
+TOP_SOURCES = 5
+OTHER_SOURCES = "{count} other sources"
 RECENT_MISSES = 10
 WASTE_CANDIDATES = 50
 
 
-def bucket_points(usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = "") -> list[BucketPoint]:
+def bucket_points(
+    usage: FleetUsage,
+    by_bucket: dict[Any, Usage],
+    source: str = "",
+    costs: dict[Any, Decimal] | None = None,
+) -> list[BucketPoint]:
     """One point per bucket of the window, empty buckets included, each with its requests' URL."""
     points = []
     for start in usage.window.buckets:
         figures = by_bucket.get(start, Usage())
+        cost = (costs or {}).get(start)
         points.append(
             BucketPoint(
                 start=start,
@@ -44,9 +54,39 @@ def bucket_points(usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = 
                 prompt=figures.prompt,
                 uncached=figures.uncached,
                 url=usage.requests_url(start, source),
+                billed=figures.uncached + figures.write,
+                cost=float(cost) if cost is not None else None,
             )
         )
     return points
+
+
+def source_series(usage: FleetUsage) -> dict[str, list[BucketPoint]]:
+    """Each source's points over the window, the costliest :data:`TOP_SOURCES` apart and the rest
+    summed as one "other" series: eight sources' bars and lines swamp the chart's legend."""
+    names = sorted(usage.by_source_bucket)
+    spent = {name: sum(usage.cost_by_source_bucket.get(name, {}).values(), Decimal(0)) for name in names}
+    tokens = {
+        name: sum(u.uncached + u.write for u in usage.by_source_bucket[name].values()) for name in names
+    }
+    ranked = sorted(names, key=lambda name: (-spent[name], -tokens[name], name))
+    shown, rest = ranked[:TOP_SOURCES], ranked[TOP_SOURCES:]
+    if len(rest) == 1:  # an "other" of one source is that source, named
+        shown, rest = ranked, []
+    series = {
+        name: bucket_points(usage, usage.by_source_bucket[name], name, usage.cost_by_source_bucket.get(name))
+        for name in shown
+    }
+    if rest:
+        merged: dict[Any, Usage] = defaultdict(Usage)
+        merged_costs: dict[Any, Decimal] = defaultdict(Decimal)
+        for name in rest:
+            for bucket, figures in usage.by_source_bucket[name].items():
+                merged[bucket].add(figures)
+            for bucket, cost in usage.cost_by_source_bucket.get(name, {}).items():
+                merged_costs[bucket] += cost
+        series[OTHER_SOURCES.format(count=len(rest))] = bucket_points(usage, merged, "", merged_costs)
+    return series
 
 
 def in_window(requests: QuerySet[Any], window: TimeWindow | None, field: str = "started_at") -> QuerySet[Any]:
@@ -140,11 +180,7 @@ def fleet_cache_context(
     if active is None and window is not None:
         active = active_sessions_count(window)
     points = bucket_points(usage, usage.by_bucket) if usage is not None and usage.total.requests else []
-    by_source = (
-        {source: bucket_points(usage, buckets, source) for source, buckets in usage.by_source_bucket.items()}
-        if usage is not None
-        else {}
-    )
+    by_source = source_series(usage) if usage is not None else {}
     step = window.step.value if window is not None else ""
     kinds = list(
         warnings_in_range(window).values_list("kind").annotate(seen=Sum("count")).order_by("-seen", "kind")

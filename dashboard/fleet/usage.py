@@ -112,6 +112,10 @@ class FleetUsage:
     by_source_bucket: dict[str, dict[datetime, Usage]] = field(default_factory=lambda: defaultdict(dict))
     by_source_model: dict[tuple[int, str], Usage] = field(default_factory=dict)
     by_client_version: dict[str, Usage] = field(default_factory=dict)
+    cost_by_source_bucket: dict[str, dict[datetime, Decimal]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+    """The priced models' cost per source and bucket; a bucket no priced request fell in is absent."""
 
     def requests_url(self, bucket: datetime, source: str = "") -> str:
         """The requests list narrowed to one bucket (and one source): what a chart's point stands for."""
@@ -168,20 +172,26 @@ def _usage(row: dict[str, Any]) -> Usage:
 
 
 def fleet_usage(window: TimeWindow) -> FleetUsage:
-    """Sum the rollup rows of ``window`` by bucket and source, by source and model, and by client
-    release: three aggregate queries, so only a few hundred sums reach Python whatever the range."""
+    """Sum the rollup rows of ``window`` by bucket and source (priced by model), by source and model,
+    and by client release: four queries, so only a few thousand sums reach Python whatever the range."""
     granularity = UsageRollup.Granularity.HOUR if window.step is Step.HOUR else UsageRollup.Granularity.DAY
     rows = UsageRollup.objects.filter(
         granularity=granularity, bucket_start__gte=window.start, bucket_start__lt=window.end
     ).order_by()
     usage = FleetUsage(window=window)
-    for row in rows.values("bucket_start", "source__name").annotate(**ROLLUP_SUMS):
+    prices = prices_load()
+    for row in rows.values("bucket_start", "source__name", "model").annotate(**ROLLUP_SUMS):
         figures = _usage(row)
         # Days are summed into weeks here: a week's bucket is the Monday its days fall after.
         bucket = window.step.floor(row["bucket_start"]) if window.step is Step.WEEK else row["bucket_start"]
+        source = row["source__name"]
         usage.total.add(figures)
         usage.by_bucket.setdefault(bucket, Usage()).add(figures)
-        usage.by_source_bucket[row["source__name"]].setdefault(bucket, Usage()).add(figures)
+        usage.by_source_bucket[source].setdefault(bucket, Usage()).add(figures)
+        price = price_match(model=row["model"], prices=prices)
+        if price is not None:
+            costs = usage.cost_by_source_bucket[source]
+            costs[bucket] = costs.get(bucket, Decimal(0)) + usage_cost(tokens=figures.tokens, price=price)
     for row in rows.values("source_id", "model").annotate(**ROLLUP_SUMS):
         usage.by_source_model[(row["source_id"], row["model"])] = _usage(row)
     for row in rows.exclude(client_version="").values("client_version").annotate(**ROLLUP_SUMS):

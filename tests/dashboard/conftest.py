@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -47,14 +46,3 @@ def operator_client(make_user: Callable[..., User]) -> Client:
 def dsh_log(tmp_path: Path) -> Path:
     """A small, valid dsh session log with usage on two assistant turns."""
     return write_dsh_log(tmp_path / "s1" / "session.jsonl", session_id="s1", turns=2)
-
-
-@pytest.fixture
-def wall_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[datetime], None]:
-    """Set the moment the pages' time ranges count back from."""
-    from dashboard.web import time_range
-
-    def set_to(moment: datetime) -> None:
-        monkeypatch.setattr(time_range, "wall_clock", lambda: moment)
-
-    return set_to

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from dashboard.costs.session_costs import sessions_reprice
 from dashboard.fleet.rollups import rollups_rebuild
-from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.models import ModelPrice, Request, RequestAnalysis, Session, Source
 from dashboard.sessions.summaries import session_refresh_summary
 
 pytestmark = pytest.mark.django_db
@@ -188,3 +188,19 @@ def test_a_fleet_of_deepseek_v4_is_priced_not_left_out(viewer_client: Client) ->
         ModelPrice.objects.get(pattern=name).input for name in ("deepseek-v4-flash", "deepseek-v4-pro")
     )
     assert (fleet_cost.total, fleet_cost.unpriced_requests, fleet_cost.partial) == (flash + pro, 0, False)
+
+
+def test_the_session_page_leads_to_its_costliest_miss(viewer_client: Client) -> None:
+    session = stored(
+        "misses", ("claude-sonnet-4", 1_000), ("claude-sonnet-4", 9_000), ("claude-sonnet-4", 5_000)
+    )
+    calls = list(session.requests.order_by("ordinal"))
+    for call, cost, material in zip(calls, ("0.003", "0.027", "0.015"), (False, True, True), strict=True):
+        RequestAnalysis.objects.create(
+            request=call, session=session, material=material, label="ttl-expired", cost=Decimal(cost)
+        )
+
+    page = viewer_client.get(session.get_absolute_url()).content.decode()
+
+    link = f'<a href="{calls[1].get_absolute_url()}" id="costliest-miss">the costliest: request 2, $0.027'
+    assert link in page

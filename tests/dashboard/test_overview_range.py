@@ -133,7 +133,8 @@ def test_a_fleet_whose_logs_stopped_long_ago_never_shows_an_empty_all_clear(
         assert f"{empty} <a" in page, empty
     assert "No material misses.</p>" not in page
     assert "No timed requests yet" not in page
-    assert page.count(link) >= 4
+    assert page.count(link) == 1  # the note under the range picker
+    assert page.count("1 stored session outside it: show all time") >= 4  # and each empty panel
     assert len(overview(viewer_client, range="all")["recent_misses"]) == 1
 
 
@@ -186,7 +187,7 @@ def test_each_point_opens_the_requests_of_its_bucket(viewer_client: Client) -> N
 
     context = overview(viewer_client, range="7d")
     sources = {trace["name"]: trace for trace in context["fleet_sources_chart"]["data"]}
-    farm_url = next(url for url in sources["farm uncached"]["customdata"] if url)
+    farm_url = next(url for url in sources["farm"]["customdata"] if url)
     fleet_url = next(url for url in context["fleet_hit_rate_chart"]["data"][0]["customdata"] if url)
 
     assert parse_qs(urlsplit(farm_url).query) == {
@@ -321,3 +322,46 @@ def test_a_session_without_a_time_is_in_no_range_of_some_length(viewer_client: C
     listed = viewer_client.get(reverse("dashboard:sessions"), {"since": since}).content.decode()
     assert "undated" not in listed
     assert "farm-2" in listed
+
+
+def test_the_sources_chart_plots_cost_for_the_five_costliest_and_sums_the_rest_as_other(
+    viewer_client: Client,
+) -> None:
+    for index in range(8):
+        session = fleet([0, 1], source=f"host-{index}")
+        # host-7 spends most: its requests cost more the more tokens they write.
+        session.requests.update(cache_write_5m_tokens=1000 * (index + 1))
+    rollups_rebuild()
+
+    chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
+
+    bars = [trace for trace in chart["data"] if trace["type"] == "bar"]
+    assert [trace["name"] for trace in bars] == [
+        "host-7",
+        "host-6",
+        "host-5",
+        "host-4",
+        "host-3",
+        "3 other sources",
+    ]
+    assert [trace.get("showlegend", True) for trace in chart["data"]].count(True) == 6  # one a source
+    assert chart["layout"]["yaxis"]["title"]["text"] == "USD"
+    # host-0's bar on the newest day, at Sonnet 4's prices: 100 in, 300 read, 1,000 written, 10 out.
+    other = bars[-1]
+    expected = sum((100 * 3 + 300 * 0.3 + 1000 * (i + 1) * 3.75 + 10 * 15) / 1e6 for i in range(3))
+    assert other["y"][-1] == pytest.approx(expected)
+    assert "source=" not in next(url for url in other["customdata"] if url)  # the bucket's requests
+
+
+def test_without_any_price_the_sources_chart_plots_the_tokens_that_carry_the_cost(
+    viewer_client: Client,
+) -> None:
+    fleet([0])
+    Request.objects.update(model="house-model")
+    rollups_rebuild()
+
+    chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
+
+    [bars] = [trace for trace in chart["data"] if trace["type"] == "bar"]
+    assert bars["y"][-1] == 100 + 100  # uncached input and the 5-minute write
+    assert chart["layout"]["yaxis"]["title"]["text"] == "tokens"
