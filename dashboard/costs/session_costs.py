@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from decimal import Decimal
 
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Max
 
 from dashboard.costs.ledger import CostLedger, ModelTally, cost_ledger, ledger_cost
@@ -165,16 +166,35 @@ def ledgers_store(
 
 
 def session_costs_store(costs: Mapping[int, SessionCost]) -> None:
-    """Keep each session's cost and its unpriced requests in its row, for the list to sort on."""
+    """Keep each session's cost and its unpriced requests in its row, for the list to sort on.
+
+    On PostgreSQL one ``UPDATE … FROM (VALUES …)`` per thousand sessions, as the request figures
+    are written: ``bulk_update``'s CASE per row took 18 s for 20,000 sessions.
+    """
     rows = [
-        Session(
-            pk=pk,
-            cost_usd=None if cost.total is None else cost.total.quantize(COST_PLACES),
-            unpriced_requests=cost.unpriced_requests,
-        )
+        (pk, None if cost.total is None else cost.total.quantize(COST_PLACES), cost.unpriced_requests)
         for pk, cost in costs.items()
     ]
-    Session.objects.bulk_update(rows, ["cost_usd", "unpriced_requests"], batch_size=LEDGER_BATCH)
+    for start in range(0, len(rows), REPRICE_BATCH):
+        _costs_write(rows[start : start + REPRICE_BATCH])
+
+
+def _costs_write(rows: Sequence[tuple[int, Decimal | None, int]]) -> None:
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        sessions = [Session(pk=pk, cost_usd=cost, unpriced_requests=unpriced) for pk, cost, unpriced in rows]
+        Session.objects.bulk_update(sessions, ["cost_usd", "unpriced_requests"], batch_size=LEDGER_BATCH)
+        return
+    table = connection.ops.quote_name(Session._meta.db_table)
+    values = ", ".join(["(%s::bigint, %s::numeric, %s::integer)"] * len(rows))
+    # Only the model's own table name and placeholders are formatted in; every value is a parameter.
+    sql = (
+        f"UPDATE {table} AS session SET cost_usd = v.cost, unpriced_requests = v.unpriced "  # noqa: S608
+        f"FROM (VALUES {values}) AS v (id, cost, unpriced) WHERE session.id = v.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value for row in rows for value in row])
 
 
 REPRICE_BATCH = 1000

@@ -139,7 +139,7 @@ def list_cells(client: Client, **params: str) -> dict[str, tuple[str, str]]:
         name = re.search(r'<a href="/sessions/\d+/">([^<]*)</a>', row)
         if name is None:
             continue
-        numbers = re.findall(r'<td class="num"(?: title="[^"]*")?>([^<]*)</td>', row)
+        numbers = re.findall(r'<td class="num(?: wide)?"(?: title="[^"]*")?>([^<]*)</td>', row)
         cells[name.group(1)] = (numbers[3], numbers[4])  # events, requests, uncached, write, read
     return cells
 
@@ -217,7 +217,9 @@ def test_the_overview_shows_a_ranges_read_and_write_as_unknown_when_no_request_r
 
     assert figure(html, "Cache read") == (UNREPORTED_TITLE, "—")
     assert figure(html, "Cache write") == (UNREPORTED_TITLE, "—")
-    source_row = re.search(r"<td class=\"num\">1</td>\s*<td class=\"num\">1</td>(.*?)</tr>", html, flags=re.S)
+    source_row = re.search(
+        r"<td class=\"num\">1</td>\s*<td class=\"num wide\">1</td>(.*?)</tr>", html, flags=re.S
+    )
     assert source_row is not None
     assert source_row.group(1).count(f'title="{UNREPORTED_TITLE}">—</td>') == 2  # cache write, cache read
 
