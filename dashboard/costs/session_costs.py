@@ -221,9 +221,9 @@ def sessions_reprice(*, session_ids: Sequence[int] | None = None, batch: int = R
 
 
 def sessions_price_unpriced() -> int:
-    """:func:`sessions_reprice` for the sessions with requests that were never priced (stored before
-    sessions kept their cost: no cost, and no request counted as unpriced); one query when none is."""
-    never = Session.objects.filter(request_count__gt=0, cost_usd__isnull=True, unpriced_requests=0)
+    """:func:`sessions_reprice` for the sessions never priced (stored before sessions kept their
+    cost: no cost, and no request counted as unpriced); one query when none is."""
+    never = Session.objects.filter(cost_usd__isnull=True, unpriced_requests=0)
     return sessions_reprice(session_ids=list(never.order_by("pk").values_list("pk", flat=True)))
 
 
@@ -257,7 +257,7 @@ def listed_sessions_priced(sessions: Sequence[Session]) -> None:
     that were never priced their cost columns, from a ledger made now, so every listed row shows the
     cost the list sorts by. A write refused (SQLite busy behind an ingest) leaves them unpriced for
     this answer only."""
-    never = [s.pk for s in sessions if s.cost_usd is None and not s.unpriced_requests and s.request_count]
+    never = [s.pk for s in sessions if s.cost_usd is None and not s.unpriced_requests]
     if not never:
         return
     try:
