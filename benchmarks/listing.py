@@ -67,6 +67,9 @@ def main() -> None:
     import django
 
     django.setup()
+    from benchmarks.fleet_clock import pin_wall_clock
+
+    pin_wall_clock()
     try:
         fleet = prepare(args, built=built)
         if not built:

@@ -56,6 +56,9 @@ def main() -> None:
     import django
 
     django.setup()
+    from benchmarks.fleet_clock import pin_wall_clock
+
+    pin_wall_clock()
     from django.conf import settings
 
     # Pages link static files by their plain names, as the tests do: no collectstatic needed.

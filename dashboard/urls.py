@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from dashboard.web.lazy_views import LazyView
 
@@ -41,6 +43,7 @@ dashboard_patterns = [
         name="session_host_notes",
     ),
     path("sessions/<int:session_id>/live/", view("sessions.live.session_live_hx"), name="session_live"),
+    path("sessions/<int:session_id>/move/", view("sessions.moves.session_move_view"), name="session_move"),
     path(
         "sessions/<int:session_id>/analyse/", view("analysis.views.session_analyse"), name="session_analyse"
     ),
@@ -99,6 +102,11 @@ urlpatterns = [
     # Prometheus scrapes with a bearer token of its own (CACHESCOPE_METRICS_TOKEN), not a login.
     path("metrics", view("alerts.metrics.metrics"), name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Where people type it: sent on to the login page, with the page to return to.
+    path(
+        "login/",
+        login_not_required(RedirectView.as_view(pattern_name="login", query_string=True, permanent=False)),
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("favicon.ico", view("web.favicon.favicon"), name="favicon"),

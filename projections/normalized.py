@@ -158,7 +158,8 @@ class SessionImport:
     """One session read from a source, with a lazy stream of its items.
 
     Fields that are only known once the items are read (``ended_at``, ``unfoldable``, ``crash_tail``,
-    ``fatal``) are final after ``items`` is exhausted.
+    ``fatal``, and ``title`` where the log names itself as it goes) are final after ``items`` is
+    exhausted.
     """
 
     external_id: str

@@ -1,17 +1,21 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from importlib import import_module
 from pathlib import Path
 
 import pytest
 
+PRICE_SEEDS = ("0005_api_tokens_prices", "0043_prices_of_every_rule_family")
+"""The migrations that seed the price table, in order."""
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
 def _seeded_prices(request: pytest.FixtureRequest) -> None:
-    """Every database test starts with the price table migration 0005 seeds and the default alert rule,
-    as a deployment does.
+    """Every database test starts with the price table migrations 0005 and 0043 seed and the default
+    alert rule, as a deployment does.
 
     A transactional test (a live server's) ends by flushing every table, seeded rows included, so
     without this a test that prices a request would pass or fail by which tests ran before it.
@@ -29,9 +33,21 @@ def _seeded_prices(request: pytest.FixtureRequest) -> None:
     from dashboard.models.alerts import DEFAULT_RULE, DEFAULT_RULE_NAME
 
     if not ModelPrice.objects.exists():
-        import_module("dashboard.migrations.0005_api_tokens_prices").seed_prices(apps, None)
+        for migration in PRICE_SEEDS:
+            import_module(f"dashboard.migrations.{migration}").seed_prices(apps, None)
     if not AlertRule.objects.exists():  # the rule the alerts migration adds, flushed likewise
         AlertRule.objects.create(name=DEFAULT_RULE_NAME, **DEFAULT_RULE)
+
+
+@pytest.fixture
+def wall_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[datetime], None]:
+    """Set the moment the pages' time ranges count back from (the live server's thread too)."""
+    from dashboard.web import time_range
+
+    def set_to(moment: datetime) -> None:
+        monkeypatch.setattr(time_range, "wall_clock", lambda: moment)
+
+    return set_to
 
 
 @pytest.fixture

@@ -36,9 +36,8 @@ def _imported(node: ast.AST, modules: dict[str, Path], package: str) -> Iterator
     elif isinstance(node, ast.ImportFrom):
         base = node.module or ""
         if node.level:
-            base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(
-                "."
-            )
+            parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*parent, base]).strip(".")
         for alias in node.names:
             if f"{base}.{alias.name}" in modules:
                 yield f"{base}.{alias.name}"

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard.access.roles import ADMIN, role_required
 from dashboard.access.tokens import token_create, token_revoke
+from dashboard.costs.session_costs import sessions_reprice
 from dashboard.models import ApiToken, ModelPrice, Source
 from projections.providers import mechanics as cache_mechanics
 from projections.providers import rules as provider_rules
@@ -91,13 +92,15 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
 def price_list(request: HttpRequest) -> HttpResponse:
-    """The price table; a POST adds a row."""
-    form = PriceForm(request.POST or None)
+    """The price table; a POST adds a row. ``?pattern=MODEL`` (the link beside "no price for MODEL")
+    fills in the pattern of the row to add."""
+    initial = {"pattern": request.GET.get("pattern", "")[:120], "read_on": timezone.localdate()}
+    form = PriceForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         price = form.save(commit=False)
         price.updated_by = request.user
         price.save()
-        messages.success(request, f"Price for {price.pattern} added.")
+        _repriced(request, f"Price for {price.pattern} added.")
         return HttpResponseRedirect(reverse("dashboard:prices"))
     context = {"form": form, "prices": ModelPrice.objects.select_related("updated_by"), "editing": None}
     return render(request, "dashboard/prices.html", context, status=400 if form.errors else 200)
@@ -112,7 +115,7 @@ def price_edit(request: HttpRequest, price_id: int) -> HttpResponse:
         price = form.save(commit=False)
         price.updated_by = request.user
         price.save()
-        messages.success(request, f"Price for {price.pattern} saved.")
+        _repriced(request, f"Price for {price.pattern} saved.")
         return HttpResponseRedirect(reverse("dashboard:prices"))
     context = {"form": form, "prices": ModelPrice.objects.select_related("updated_by"), "editing": price}
     return render(request, "dashboard/prices.html", context, status=400 if form.errors else 200)
@@ -123,19 +126,32 @@ def price_edit(request: HttpRequest, price_id: int) -> HttpResponse:
 def price_delete(request: HttpRequest, price_id: int) -> HttpResponse:
     price = get_object_or_404(ModelPrice, pk=price_id)
     price.delete()
-    messages.success(request, f"Price for {price.pattern} deleted.")
+    _repriced(request, f"Price for {price.pattern} deleted.")
     return HttpResponseRedirect(reverse("dashboard:prices"))
+
+
+def _repriced(request: HttpRequest, done: str) -> None:
+    """Price every session again at the changed table, so the list sorts by today's costs, and say so."""
+    changed = sessions_reprice()
+    messages.success(request, f"{done} {changed} session cost{'s' if changed != 1 else ''} changed.")
 
 
 @role_required(ADMIN)  # before the method check, so a non-admin learns nothing about the page
 @require_http_methods(["GET"])
 def provider_rules_page(request: HttpRequest) -> HttpResponse:
-    """The dated provider rules, read-only: each family's figures with the page and day they come from."""
+    """The dated provider rules, read-only: each family's figures with the page and day they come
+    from, and the rows of the price table that price it (the one home of prices), or a link to add
+    the first."""
+    prices: dict[str, list[ModelPrice]] = {}
+    for price in ModelPrice.objects.all():
+        family = provider_rules.family_of(price.pattern.replace("*", ""))
+        if family is not None:
+            prices.setdefault(family.family, []).append(price)
     context = {
         "checked": cache_mechanics.CHECKED,
         "mechanics": list(cache_mechanics.MECHANICS.values()),
         "groups": [
-            (provider, [_rule_row(rule) for rule in rules])
+            (provider, [_rule_row(rule, prices.get(rule.family, [])) for rule in rules])
             for provider, rules in provider_rules.rules_by_provider().items()
         ],
         "thinking_source": provider_rules.THINKING_SOURCE,
@@ -143,8 +159,8 @@ def provider_rules_page(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/provider_rules.html", context)
 
 
-def _rule_row(rule: provider_rules.ModelRule) -> dict[str, Any]:
-    """One family as the page shows it: the figures, and the sources they were read from."""
+def _rule_row(rule: provider_rules.ModelRule, prices: list[ModelPrice]) -> dict[str, Any]:
+    """One family as the page shows it: the figures, the sources they were read from, its prices."""
     sources = [rule.minimum_source, rule.multipliers_source, rule.window_source]
     return {
         "rule": rule,
@@ -153,4 +169,6 @@ def _rule_row(rule: provider_rules.ModelRule) -> dict[str, Any]:
         "read": f"{rule.read_multiplier:g}x" if rule.read_multiplier is not None else "by model",
         "hosts": ", ".join(f"{host} {window:,}" for host, window in rule.host_windows),
         "change_note": any(source is not None and source.basis == "change-note" for source in sources),
+        "prices": prices,
+        "catch_all": rule.family.startswith("Other "),
     }

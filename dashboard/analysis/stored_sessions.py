@@ -372,7 +372,8 @@ def _store(
                     session_key(session, analysis_stamp(generation, finished)),
                     cost_ledger(stored_calls(rows)),
                 )
-            }
+            },
+            prices=prices,
         )
     return True
 

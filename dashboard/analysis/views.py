@@ -87,6 +87,7 @@ def session_analysis_context(session: Session) -> dict[str, Any]:
         "material_misses": figures.material_misses,
         "compactions": figures.compactions,
         "attribution_endpoints": figures.attribution,
+        "costliest_miss": figures.costliest_miss,
     }
 
 

@@ -103,7 +103,8 @@ def cost_ledger(calls: Sequence[Call]) -> CostLedger:
 def ledger_cost(ledger: CostLedger, prices: Sequence[Price]) -> SessionCost:
     """A session's cost, wasted writes and re-writes at ``prices``. Tokens are counted for every
     model; a model no price matches adds its requests to the unpriced ones and nothing to any cost,
-    and a session with no priced model has no costs at all rather than costs of $0."""
+    and a session whose every request is unpriced has no costs at all rather than costs of $0. A
+    session without a request cost nothing: $0."""
     total = rewritten_cost = wasted_write_cost = ZERO
     priced = unpriced_count = 0
     unpriced: set[str] = set()
@@ -118,15 +119,16 @@ def ledger_cost(ledger: CostLedger, prices: Sequence[Price]) -> SessionCost:
         wasted_write_cost += _write_cost(tally.unread_1h, tally.unread_5m, price)
         rewritten_cost += _write_cost(tally.again_1h, tally.again_5m, price)
     tallies = ledger.values()
+    known = bool(priced or not unpriced_count)  # no request at all: nothing to price, nothing spent
     return SessionCost(
-        total=total if priced else None,
+        total=total if known else None,
         priced_requests=priced,
         unpriced_requests=unpriced_count,
         unpriced_models=tuple(sorted(unpriced)),
         rewritten_tokens=sum(tally.again_1h + tally.again_5m for tally in tallies),
-        rewritten_cost=rewritten_cost if priced else None,
+        rewritten_cost=rewritten_cost if known else None,
         wasted_write_tokens=sum(tally.unread_1h + tally.unread_5m for tally in tallies),
-        wasted_write_cost=wasted_write_cost if priced else None,
+        wasted_write_cost=wasted_write_cost if known else None,
         reprocessed_tokens=sum(tally.reprocessed for tally in tallies),
     )
 

@@ -12,7 +12,8 @@ APP = "dashboard"
 def make_missing_cost_ledgers(
     *, verbosity: int = 1, stdout: Any = None, plan: Any = None, apps: Any = None, **_: Any
 ) -> None:
-    """Give every session stored before cost ledgers existed its ledger (``post_migrate``).
+    """Give every session stored before cost ledgers existed its ledger, and every session stored
+    before sessions kept their cost that cost (``post_migrate``).
 
     After the migrations rather than in one: the ledger is made by today's code, which reads today's
     tables, so it runs only when ``migrate`` left every model of the app as the code has it (not
@@ -23,11 +24,14 @@ def make_missing_cost_ledgers(
     if not _schema_is_current(apps):
         return
     # Loaded here, on migrate, rather than with the app: other commands never need the cost rules.
-    from dashboard.costs.session_costs import ledgers_make_missing
+    from dashboard.costs.session_costs import ledgers_make_missing, sessions_price_unpriced
 
     made = ledgers_make_missing()
     if made and verbosity and stdout is not None:
         stdout.write(f"  Made the cost ledgers of {made} sessions stored before ledgers existed.\n")
+    priced = sessions_price_unpriced()
+    if priced and verbosity and stdout is not None:
+        stdout.write(f"  Priced {priced} sessions stored before sessions kept their cost.\n")
 
 
 def _schema_is_current(migrated: Any) -> bool:

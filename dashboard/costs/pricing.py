@@ -90,7 +90,7 @@ class SessionCost:
     """A session's cost and the part of it its cache wasted."""
 
     total: Decimal | None
-    """``None`` when no request of the session has a price."""
+    """``None`` when the session has requests and none of them has a price; $0 without a request."""
     priced_requests: int
     unpriced_requests: int
     unpriced_models: tuple[str, ...]

@@ -3,7 +3,8 @@ over six weeks so the overview shows days with and without work from the first s
 
 Each session keeps its time of day and is moved by whole days (:data:`DAY`); a subagent keeps its
 parent's day. The days are fixed, not counted back from today, so the same seed writes the same
-bytes on any day; the overview's range ends at the newest data, so the demo opens on its last month.
+bytes on any day; the overview's ranges count back from now, so it says the demo's sessions lie
+before its last 30 days and links to all time, where its six weeks show.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ the provider's own stated reason and the hit rate by client release."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, QuerySet, Sum
@@ -28,20 +30,26 @@ from dashboard.web.time_range import DEFAULT_RANGE, TimeWindow, range_limited
 from projections.providers.diagnosis import PROVIDER_HIT
 
 TOP_REWRITERS = 10
-CHART_SOURCES = 7
-"""Sources drawn one by one on the sources chart; the rest are one series (8 colours in all)."""
+TOP_SOURCES = 5
+OTHER_SOURCES = "{count} other sources"
 RECENT_MISSES = 10
 WASTE_CANDIDATES = 50
 
 
 def bucket_points(
-    usage: FleetUsage, by_bucket: dict[Any, Usage], source: str = "", *, linked: bool = True
+    usage: FleetUsage,
+    by_bucket: dict[Any, Usage],
+    source: str = "",
+    costs: dict[Any, Decimal] | None = None,
+    *,
+    linked: bool = True,
 ) -> list[BucketPoint]:
     """One point per bucket of the window, empty buckets included, each with its requests' URL
     (none when not ``linked``)."""
     points = []
     for start in usage.window.buckets:
         figures = by_bucket.get(start, Usage())
+        cost = (costs or {}).get(start)
         points.append(
             BucketPoint(
                 start=start,
@@ -50,31 +58,41 @@ def bucket_points(
                 prompt=figures.prompt,
                 uncached=figures.uncached,
                 url=usage.requests_url(start, source) if linked else None,
+                billed=figures.uncached + figures.write,
+                cost=float(cost) if cost is not None else None,
             )
         )
     return points
 
 
 def source_series(usage: FleetUsage) -> dict[str, list[BucketPoint]]:
-    """The sources chart's series: the :data:`CHART_SOURCES` with the most uncached input in the
-    window, largest first, and the rest summed as one "N other sources" series without links.
-
-    Two traces a source: a fleet of a dozen sources drew two dozen, and a legend taller than its plot.
-    """
-    ranked = sorted(
-        usage.by_source_bucket.items(),
-        key=lambda item: (-sum(figures.uncached for figures in item[1].values()), item[0]),
-    )
-    # "1 other source" would hide a name the chart has room for.
-    shown = ranked if len(ranked) <= CHART_SOURCES + 1 else ranked[:CHART_SOURCES]
-    series = {name: bucket_points(usage, buckets, name) for name, buckets in shown}
-    rest = ranked[len(shown) :]
+    """Each source's points over the window, the costliest :data:`TOP_SOURCES` apart and the rest
+    summed as one "other" series, without links: eight sources' bars and lines swamp the chart's
+    legend."""
+    names = sorted(usage.by_source_bucket)
+    spent = {name: sum(usage.cost_by_source_bucket.get(name, {}).values(), Decimal(0)) for name in names}
+    tokens = {
+        name: sum(u.uncached + u.write for u in usage.by_source_bucket[name].values()) for name in names
+    }
+    ranked = sorted(names, key=lambda name: (-spent[name], -tokens[name], name))
+    shown, rest = ranked[:TOP_SOURCES], ranked[TOP_SOURCES:]
+    if len(rest) == 1:  # an "other" of one source is that source, named
+        shown, rest = ranked, []
+    series = {
+        name: bucket_points(usage, usage.by_source_bucket[name], name, usage.cost_by_source_bucket.get(name))
+        for name in shown
+    }
     if rest:
-        merged: dict[Any, Usage] = {}
-        for _, buckets in rest:
-            for start, figures in buckets.items():
-                merged.setdefault(start, Usage()).add(figures)
-        series[f"{len(rest)} other sources"] = bucket_points(usage, merged, linked=False)
+        merged: dict[Any, Usage] = defaultdict(Usage)
+        merged_costs: dict[Any, Decimal] = defaultdict(Decimal)
+        for name in rest:
+            for bucket, figures in usage.by_source_bucket[name].items():
+                merged[bucket].add(figures)
+            for bucket, cost in usage.cost_by_source_bucket.get(name, {}).items():
+                merged_costs[bucket] += cost
+        series[OTHER_SOURCES.format(count=len(rest))] = bucket_points(
+            usage, merged, "", merged_costs, linked=False
+        )
     return series
 
 

@@ -1,4 +1,4 @@
-"""The overview's charts over time: the fleet's hit rate, and uncached input and hit rate by source.
+"""The overview's charts over time: the fleet's hit rate, and cost and hit rate by source.
 
 Every bucket of the window is on the axis, empty ones included, with no value: a line breaks there
 instead of joining two dates across a quiet month, and a bar is simply absent. The date axis picks
@@ -48,6 +48,10 @@ class BucketPoint:
     uncached: int
     url: str | None
     """``None`` for a point that stands for no one list (the sources beyond the chart's top ones)."""
+    billed: int = 0
+    """Tokens billed at the input price or above: uncached input and cache writes, which carry the cost."""
+    cost: float | None = None
+    """USD of the bucket's priced requests; ``None`` when none has a price."""
 
 
 def time_axis(step: str, points: Sequence[BucketPoint]) -> dict[str, Any]:
@@ -99,22 +103,36 @@ RIGHT_AXIS_MARGIN = 64
 
 
 def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: str) -> Figure:
-    """Uncached input per bucket as bars stacked by source, and each source's hit rate as a line,
-    in the order of ``series`` (the largest sources first, the rest together last)."""
+    """Cost per bucket as bars stacked by source, and each source's hit rate as a dotted line.
+
+    Cost, not uncached input: cache writes cost more than input and carry most of a bill. A fleet
+    with no price for any model plots the tokens billed at the input price or above instead
+    (uncached input and cache writes). Each source is one legend entry, its line grouped with its
+    bars (one click hides both), so a fleet of many sources (shown as the costliest and "other",
+    :func:`~dashboard.fleet.cache_panels.source_series`) keeps its plot.
+    """
+    priced = any(point.cost is not None for points in series.values() for point in points)
     data: list[dict[str, Any]] = []
     for index, (name, points) in enumerate(series.items()):
+        source = plotly_text(name)
         colour = SOURCE_COLOURS[index % len(SOURCE_COLOURS)]
         urls = [point.url if point.requests else None for point in points]
-        source = plotly_text(name)
+        if priced:
+            bars: list[Any] = [point.cost if point.requests else None for point in points]
+            hover = f"{source}: $%{{y:,.4g}}<extra>%{{x}}</extra>"
+        else:
+            bars = [point.billed if point.requests else None for point in points]
+            hover = f"{source}: %{{y:,}} uncached and written tokens<extra>%{{x}}</extra>"
         data.append(
             {
                 "type": "bar",
-                "name": f"{source} uncached",
+                "name": source,
+                "legendgroup": source,
                 "x": _x(points),
-                "y": [point.uncached if point.requests else None for point in points],
+                "y": bars,
                 "customdata": urls,
                 "marker": {"color": colour},
-                "hovertemplate": f"{source}: %{{y:,}} uncached tokens<extra>%{{x}}</extra>",
+                "hovertemplate": hover,
             }
         )
         data.append(
@@ -122,6 +140,8 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
                 "type": "scatter",
                 "mode": "lines+markers",
                 "name": f"{source} hit rate",
+                "legendgroup": source,
+                "showlegend": False,
                 "x": _x(points),
                 "y": [point.hit_rate if point.requests else None for point in points],
                 "customdata": urls,
@@ -133,7 +153,12 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
                 "hovertemplate": f"{source}: %{{y:.1%}} hit rate<extra>%{{x}}</extra>",
             }
         )
-    layout = base_layout(f"Uncached input and hit rate per {step}, by source", y="uncached tokens")
+    figure = "cost" if priced else "uncached input and cache writes"
+    layout = base_layout(
+        f"{figure.capitalize()} and hit rate per {step}, by source", y="USD" if priced else "tokens"
+    )
+    if priced:
+        layout["yaxis"]["tickprefix"] = "$"
     # Every source's points cover the same buckets, the window's.
     layout["xaxis"] = time_axis(step, next(iter(series.values()), []))
     layout["hovermode"] = "closest"
@@ -148,8 +173,8 @@ def fleet_sources_chart(series: Mapping[str, Sequence[BucketPoint]], *, step: st
         "tick0": 0,
         "dtick": 0.25,
     }
-    # Two traces per source: the legend needs more room below the axis title than one line's. The
-    # right axis's ticks ("100%") and title need more than the 20 px other charts keep on the right.
+    # One legend entry per source, below the axis title. The right axis's ticks ("100%") and title
+    # need more than the 20 px other charts keep on the right.
     layout["legend"] = {"orientation": "h", "y": -0.3}
     layout["margin"] = {**layout["margin"], "b": 70, "r": RIGHT_AXIS_MARGIN}
     layout["height"] = 400

@@ -16,13 +16,20 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.urls import reverse
-from django.utils import timezone
 
 from dashboard.costs.pricing import Tokens, price_match, prices_load, usage_cost
 from dashboard.models import Session, Source, UsageRollup
-from dashboard.web.time_range import Step, TimeWindow, range_limited, time_window
+from dashboard.web import time_range
+from dashboard.web.time_range import (
+    RANGE_LABELS,
+    Step,
+    TimeWindow,
+    range_limited,
+    time_window,
+    widening_range,
+)
 from projections.client_version import version_sort_key
 from projections.hit_rate import hit_rate
 from projections.wall_clock import plausible_span
@@ -106,6 +113,10 @@ class FleetUsage:
     by_source_bucket: dict[str, dict[datetime, Usage]] = field(default_factory=lambda: defaultdict(dict))
     by_source_model: dict[tuple[int, str], Usage] = field(default_factory=dict)
     by_client_version: dict[str, Usage] = field(default_factory=dict)
+    cost_by_source_bucket: dict[str, dict[datetime, Decimal]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+    """The priced models' cost per source and bucket; a bucket no priced request fell in is absent."""
 
     def requests_url(self, bucket: datetime, source: str = "") -> str:
         """The requests list narrowed to one bucket (and one source): what a chart's point stands for."""
@@ -133,17 +144,18 @@ def iso(moment: datetime) -> str:
 
 
 def fleet_window(range_name: str) -> TimeWindow | None:
-    """The window of ``range_name`` over the data there is; ``None`` when no request has a time.
+    """The window of ``range_name`` counting back from now (``all``: over the data there is);
+    ``None`` when no request has a time.
 
     Only plausible hours count (:func:`~projections.wall_clock.plausible_span`): a request stored
-    with a time of 9999 or 0001 before ingest refused such times would otherwise stretch every
-    window to it.
+    with a time of 9999 or 0001 before ingest refused such times would otherwise stretch "all" to it.
     """
-    earliest, latest = plausible_span(now=timezone.now())
+    now = time_range.wall_clock()
+    earliest, latest = plausible_span(now=now)
     extent = UsageRollup.objects.filter(
         granularity=UsageRollup.Granularity.HOUR, bucket_start__gte=earliest, bucket_start__lte=latest
     ).aggregate(oldest=Min("bucket_start"), newest=Max("bucket_start"))
-    return time_window(range_name, oldest=extent["oldest"], newest=extent["newest"])
+    return time_window(range_name, oldest=extent["oldest"], newest=extent["newest"], now=now)
 
 
 ROLLUP_SUMS = {
@@ -165,20 +177,26 @@ def _usage(row: dict[str, Any]) -> Usage:
 
 
 def fleet_usage(window: TimeWindow) -> FleetUsage:
-    """Sum the rollup rows of ``window`` by bucket and source, by source and model, and by client
-    release: three aggregate queries, so only a few hundred sums reach Python whatever the range."""
+    """Sum the rollup rows of ``window`` by bucket and source (priced by model), by source and model,
+    and by client release: four queries, so only a few thousand sums reach Python whatever the range."""
     granularity = UsageRollup.Granularity.HOUR if window.step is Step.HOUR else UsageRollup.Granularity.DAY
     rows = UsageRollup.objects.filter(
         granularity=granularity, bucket_start__gte=window.start, bucket_start__lt=window.end
     ).order_by()
     usage = FleetUsage(window=window)
-    for row in rows.values("bucket_start", "source__name").annotate(**ROLLUP_SUMS):
+    prices = prices_load()
+    for row in rows.values("bucket_start", "source__name", "model").annotate(**ROLLUP_SUMS):
         figures = _usage(row)
         # Days are summed into weeks, months or years here: the bucket their first day opens.
         bucket = window.step.floor(row["bucket_start"]) if window.step.sums_days else row["bucket_start"]
+        source = row["source__name"]
         usage.total.add(figures)
         usage.by_bucket.setdefault(bucket, Usage()).add(figures)
-        usage.by_source_bucket[row["source__name"]].setdefault(bucket, Usage()).add(figures)
+        usage.by_source_bucket[source].setdefault(bucket, Usage()).add(figures)
+        price = price_match(model=row["model"], prices=prices)
+        if price is not None:
+            costs = usage.cost_by_source_bucket[source]
+            costs[bucket] = costs.get(bucket, Decimal(0)) + usage_cost(tokens=figures.tokens, price=price)
     for row in rows.values("source_id", "model").annotate(**ROLLUP_SUMS):
         usage.by_source_model[(row["source_id"], row["model"])] = _usage(row)
     for row in rows.exclude(client_version="").values("client_version").annotate(**ROLLUP_SUMS):
@@ -194,6 +212,22 @@ class SourceRow:
     sessions: int
     usage: Usage
     cost: Decimal | None
+    unpriced_models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCost:
+    """The window's cost over the models with a price, and what it leaves out for want of one."""
+
+    total: Decimal | None
+    """``None`` when no request of the window has a price."""
+    unpriced_requests: int = 0
+    unpriced_models: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """Whether requests of the window are left out of :attr:`total` (which then still counts)."""
+        return self.total is not None and self.unpriced_requests > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +276,60 @@ def active_sessions_count(window: TimeWindow) -> ActiveSessions:
     return counted
 
 
+@dataclass(frozen=True, slots=True)
+class Outside:
+    """The stored sessions a range leaves out, and the shortest range that takes them in."""
+
+    sessions: int
+    wider: str
+    """A name of :data:`~dashboard.web.time_range.RANGES`; empty when no range shows them."""
+
+    @property
+    def wider_label(self) -> str:
+        if not self.wider:
+            return ""
+        return "all time" if self.wider == "all" else f"the last {RANGE_LABELS[self.wider]}"
+
+
+def sessions_outside(window: TimeWindow | None, active: ActiveSessions | None) -> Outside | None:
+    """How many stored sessions ``window`` leaves out (those last active before it, or without any
+    time), and the range that would show them; ``None`` when it leaves none out.
+
+    An empty range over a fleet that has data is not "nothing wrong": the page says what lies
+    outside and links to it. Without a window (no request has a time) every session is outside and
+    ``wider`` is empty: only the sessions list shows them. One aggregate query, cached as the
+    active sessions' count is.
+    """
+    if window is not None and not range_limited(window):
+        return None
+    stored = _stored_sessions()
+    left_out = stored["total"] - (active.sessions if window is not None and active is not None else 0)
+    if left_out <= 0:
+        return None
+    if window is None:
+        return Outside(sessions=left_out, wider="")
+    oldest = None if stored["undated"] else stored["oldest"]
+    return Outside(
+        sessions=left_out,
+        wider=widening_range(window.name, oldest_activity=oldest, now=time_range.wall_clock()),
+    )
+
+
+def _stored_sessions() -> dict[str, Any]:
+    newest = Session.objects.aggregate(session=Max("id"), activity=Max("last_activity"))
+    activity = newest["activity"].timestamp() if newest["activity"] else 0
+    key = f"stored-sessions:{newest['session']}:{activity}"
+    stored: dict[str, Any] | None = cache.get(key)
+    if stored is None:
+        stored = Session.objects.aggregate(
+            total=Count("id"),
+            undated=Count("id", filter=Q(started_at__isnull=True)),
+            oldest=Min("last_activity", filter=Q(started_at__isnull=False)),
+        )
+        cache.set(key, stored, ACTIVE_CACHE_SECONDS)
+    return stored
+
+
 def active_sessions_counted(window: TimeWindow) -> ActiveSessions:
     """Count the sessions active in ``window`` (started before its end, last active after its start)
     per source and per client release, with their events, in one aggregate query."""
@@ -259,11 +347,14 @@ def active_sessions_counted(window: TimeWindow) -> ActiveSessions:
     return ActiveSessions(dict(by_source), dict(by_client), sessions, events)
 
 
-def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceRow], Decimal | None]:
-    """Per source: the sessions active in the window, its usage and cost; and the fleet's cost."""
+def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceRow], FleetCost]:
+    """Per source: the sessions active in the window, its usage and cost; and the fleet's cost, with
+    the requests and models no price matched (counted in the tokens, left out of the cost)."""
     prices = prices_load()
     per_source: dict[int, Usage] = defaultdict(Usage)
     costs: dict[int, Decimal] = {}
+    unpriced: dict[int, set[str]] = defaultdict(set)
+    unpriced_requests = 0
     for (source_id, model), figures in usage.by_source_model.items():
         per_source[source_id].add(figures)
         price = price_match(model=model, prices=prices)
@@ -271,6 +362,9 @@ def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceR
             costs[source_id] = costs.get(source_id, Decimal(0)) + usage_cost(
                 tokens=figures.tokens, price=price
             )
+        elif figures.requests:
+            unpriced[source_id].add(model or "(no model)")
+            unpriced_requests += figures.requests
     shown = set(per_source) | set(active.by_source)
     rows = [
         SourceRow(
@@ -278,10 +372,16 @@ def source_rows(usage: FleetUsage, active: ActiveSessions) -> tuple[list[SourceR
             sessions=active.by_source.get(source.pk, 0),
             usage=per_source.get(source.pk, Usage()),
             cost=costs.get(source.pk),
+            unpriced_models=tuple(sorted(unpriced.get(source.pk, ()))),
         )
         for source in Source.objects.filter(pk__in=shown).order_by("name")
     ]
-    return rows, (sum(costs.values(), Decimal(0)) if costs else None)
+    fleet = FleetCost(
+        total=sum(costs.values(), Decimal(0)) if costs else None,
+        unpriced_requests=unpriced_requests,
+        unpriced_models=tuple(sorted(set().union(*unpriced.values()))),
+    )
+    return rows, fleet
 
 
 def client_version_rows(usage: FleetUsage, active: ActiveSessions) -> list[ClientVersionRow]:

@@ -13,10 +13,12 @@ from dashboard.fleet.cache_panels import (
     warnings_in_range,
 )
 from dashboard.fleet.usage import (
+    FleetCost,
     active_sessions,
     active_sessions_count,
     fleet_usage,
     fleet_window,
+    sessions_outside,
     source_rows,
     span_params,
 )
@@ -29,7 +31,8 @@ from dashboard.web.time_range import RANGE_LABELS, RANGES, range_name
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     """The fleet over one time range (``?range=24h|7d|30d|90d|all``, 30 days by default), read
-    from the usage rollups; the range ends at the newest request, not at the wall clock."""
+    from the usage rollups; a range counts back from now, and the page says how many stored
+    sessions it leaves out, with a link to the range that shows them."""
     chosen = range_name(request.GET.get("range"))
     window = fleet_window(chosen)
     usage = fleet_usage(window) if window is not None else None
@@ -38,10 +41,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     )
     # With no request in range, none reported a cache figure: unknown, as the hit rate is.
     totals.update(hit_rate=None, read=None, write=None, cost=usd(None))
+    fleet_cost = FleetCost(total=None)
     sources = []
     active = active_sessions_count(window) if window is not None else None
     if usage is not None and active is not None:
-        sources, cost = source_rows(usage, active)
+        sources, fleet_cost = source_rows(usage, active)
         totals.update(
             sessions=active.sessions,
             events=active.events,
@@ -51,15 +55,17 @@ def overview(request: HttpRequest) -> HttpResponse:
             write=usage.total.reported_write,
             output=usage.total.output,
             hit_rate=usage.total.hit_rate,
-            cost=usd(cost),
+            cost=usd(fleet_cost.total),
         )
     context = {
         "range": chosen,
         "ranges": [(name, RANGE_LABELS[name]) for name in RANGES],
         "window": window,
+        "outside": sessions_outside(window, active),
         # Appended to the links to the sessions list, which then lists the sessions the rows count.
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
+        "fleet_cost": fleet_cost,
         "sources": [(row, usd(row.cost)) for row in sources],
         # The sessions active in the range: a limited range leaves out those last active before it.
         "recent_sessions": active_sessions(window).select_related("source")[:8],
@@ -83,5 +89,11 @@ def wasted_writes(request: HtmxHttpRequest) -> HttpResponse:
     chosen = range_name(request.GET.get("range"))
     window = fleet_window(chosen)
     template = "dashboard/overview_wasted.html" + ("#fleet-wasted" if request.htmx else "")
-    context = {"range": chosen, "window": window, "wasters": top_wasted_writes(window) if window else []}
+    active = active_sessions_count(window) if window is not None else None
+    context = {
+        "range": chosen,
+        "window": window,
+        "outside": sessions_outside(window, active),
+        "wasters": top_wasted_writes(window) if window else [],
+    }
     return render(request, template, context)

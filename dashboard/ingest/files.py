@@ -30,7 +30,7 @@ from dashboard.ingest.followups import (
     followups_record,
 )
 from dashboard.ingest.incremental.reading import ChangedFiles
-from dashboard.ingest.session_writer import write_session
+from dashboard.ingest.session_writer import stored_under_another_source, write_session
 from dashboard.ingest.summary import IngestSummary
 from dashboard.jobs.tally import job_tally_add, job_tally_read
 from dashboard.models import IngestError, IngestJob, IngestNotice, Session, Source
@@ -248,6 +248,11 @@ def ingest_session(
         # A refused file (a binary, a CSV, an unknown header version) is an error on the job and
         # nothing else: an empty session row in its name would count in the fleet as a session.
         return None
+    elsewhere = stored_under_another_source(imported, source)
+    if elsewhere is not None:
+        # The same log under another name: reported with where it is, so an admin can move it.
+        summary.elsewhere.append((elsewhere.external_id, elsewhere.pk, elsewhere.source.name))
+        return None
     errors_before, notices_before = len(summary.errors), len(summary.notices)
     unchanged_before = summary.sessions_unchanged
     try:
@@ -373,8 +378,10 @@ def ingest_job_record(job: IngestJob, summary: IngestSummary) -> None:
     IngestError.objects.bulk_create(rows(IngestError, summary.errors))
     IngestNotice.objects.bulk_create(rows(IngestNotice, summary.notices))
     job.sessions.add(*summary.changed_session_ids)
+    job.sessions_elsewhere.add(*(pk for _external_id, pk, _source in summary.elsewhere))
     job.sessions_added = summary.sessions_added
     job.sessions_updated = summary.sessions_updated
+    job.sessions_unchanged = summary.sessions_unchanged
     job.events_added = summary.events_added
     job.requests_added = summary.requests_added
     job.duplicates = summary.duplicates

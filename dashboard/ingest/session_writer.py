@@ -8,6 +8,9 @@ count and by the units their bodies hold, so a session's memory stays flat howev
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,7 +25,14 @@ from dashboard.models import Event, ProjectionRow, Request, Session, Source
 from dashboard.sessions.summaries import RequestSums, session_refresh_summary
 from dashboard.storage.copy_rows import insert_rows
 from projections.context_series import answering_seq
-from projections.normalized import EventRecord, LineError, LineNotice, RequestRecord, SessionImport
+from projections.normalized import (
+    EventRecord,
+    LineError,
+    LineNotice,
+    RequestRecord,
+    SessionImport,
+    SessionItem,
+)
 
 BATCH_SIZE = 2000
 REQUEST_UNITS_BATCH = 5_000
@@ -39,6 +49,64 @@ class WrittenSession:
     new_hours: set[datetime] | None
     """For a session this transaction created, the hours its timed requests fall in, which are all
     the hours it has; ``None`` for one stored before, whose hours are read from its rows."""
+
+
+LEADING_ITEMS = 5
+"""The events (or, for a log of calls alone, the requests) a copy must share with a stored session
+of another source to be taken for it."""
+
+
+def stored_under_another_source(imported: SessionImport, source: Source) -> Session | None:
+    """The session of another source that already holds this log, or ``None``: one with the same
+    external id whose first :data:`LEADING_ITEMS` events (or requests) are the import's own.
+
+    A host that sends the same file as two sources (an upload under the wrong name, two exporters
+    on one machine) would otherwise store the conversation twice and count it twice in the fleet.
+    Reads the import's first items and puts them back, so the caller reads the import whole.
+    """
+    external_id = imported.external_id[:200]
+    if Session.objects.filter(source=source, external_id=external_id).exists():
+        return None  # stored here already: an ingest of it here adds to it as always
+    candidates = list(Session.objects.filter(external_id=external_id).exclude(source=source))
+    if not candidates:
+        return None
+    leading, imported.items = _peek(imported.items)
+    events = [item for item in leading if isinstance(item, EventRecord)][:LEADING_ITEMS]
+    keys = [item.key for item in leading if isinstance(item, RequestRecord)][:LEADING_ITEMS]
+    for candidate in candidates:
+        if events and _same_events(candidate, events):
+            return candidate
+        if not events and keys and _same_requests(candidate, keys):
+            return candidate
+    return None
+
+
+def _peek(items: Iterator[SessionItem]) -> tuple[list[SessionItem], Iterator[SessionItem]]:
+    """The items up to the :data:`LEADING_ITEMS`-th event or request, and the whole stream again."""
+    leading: list[SessionItem] = []
+    events = requests = 0
+    for item in items:
+        leading.append(item)
+        events += isinstance(item, EventRecord)
+        requests += isinstance(item, RequestRecord)
+        if events >= LEADING_ITEMS or (not events and requests >= LEADING_ITEMS):
+            break
+    return leading, itertools.chain(leading, items)
+
+
+def _same_events(session: Session, events: list[EventRecord]) -> bool:
+    stored = list(
+        Event.objects.filter(session=session, seq__in=[event.seq for event in events])
+        .order_by("seq")
+        .values_list("seq", "type", "data")
+    )
+    # Through JSON, as they were stored: a tuple read from a log is the list stored from it.
+    own = [(event.seq, event.type, json.loads(json.dumps(event.data))) for event in events]
+    return stored == own
+
+
+def _same_requests(session: Session, keys: list[str]) -> bool:
+    return Request.objects.filter(session=session, key__in=keys).count() == len(set(keys))
 
 
 def write_session(
@@ -125,13 +193,18 @@ def write_session(
     if created or added_events:
         # Only a change to the stored log can change whether it folds; a bad copy that added nothing
         # (a gap or an unknown type in a re-sent file) leaves the stored log as foldable as it was.
-        session.unfoldable = imported.unfoldable or session.unfoldable
+        session.unfoldable = imported.unfoldable or imported.fatal or session.unfoldable
     _crash_tail_update(
         session,
         imported,
         summary,
         read_through=stored_last is None or (read_last is not None and read_last >= stored_last),
     )
+    # A title the log gives as it is read (a transcript's summary line, the harness's session/title)
+    # is known only now; a log that grew may have been named since, so its newest copy names it.
+    title = imported.title[:300]
+    if title and (not session.title or added_events or added_requests):
+        session.title = title
     if imported.ended_at and (session.ended_at is None or imported.ended_at > session.ended_at):
         session.ended_at = imported.ended_at
     session_refresh_summary(

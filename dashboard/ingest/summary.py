@@ -39,6 +39,9 @@ class IngestSummary:
     """The added counts as of the last commit (:meth:`note_committed`): what is stored for sure."""
     files: FileCounts | None = None
     """For an incremental ingest, the files it skipped, took up or read whole."""
+    elsewhere: list[tuple[str, int, str]] = field(default_factory=list)
+    """``(external id, session id, source)`` of each log read that another source already holds:
+    not stored again, and counted in no total here."""
 
     @property
     def sessions(self) -> int:
@@ -62,6 +65,7 @@ class IngestSummary:
             "duplicate_requests": self.duplicate_requests,
             "errors": len(self.errors),
             "notices": len(self.notices),
+            "sessions_elsewhere": len(self.elsewhere),
         }
 
     def added_counts(self) -> dict[str, int]:

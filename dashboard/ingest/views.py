@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from dashboard.access.roles import OPERATOR, has_role
+from dashboard.access.roles import ADMIN, OPERATOR, has_role
 from dashboard.ingest.jobs import ingest_job_requeue, ingest_job_retryable
 from dashboard.ingest.uploads import UploadRejected, upload_create_job
 from dashboard.models import IngestJob
@@ -106,6 +106,8 @@ def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
         "job": job,
         "sessions": job.sessions.select_related("source").order_by("-last_activity", "-id")[:SESSIONS_SHOWN],
         "sessions_total": job.sessions.count(),
+        "elsewhere": job.sessions_elsewhere.select_related("source").order_by("pk")[:SESSIONS_SHOWN],
+        "can_move": has_role(request.user, ADMIN),
         "errors": errors,
         "notices": notices,
         "notices_shown": NOTICES_SHOWN,

@@ -80,11 +80,24 @@ class IngestJob(models.Model):
         related_name="ingest_jobs",
         help_text="The sessions it added or updated.",
     )
+    sessions_elsewhere = models.ManyToManyField(
+        "dashboard.Session",
+        blank=True,
+        related_name="+",
+        help_text="Sessions whose log it read but found stored under another source, and so did not store.",
+    )
 
     bytes_total = models.BigIntegerField(default=0)
     bytes_done = models.BigIntegerField(default=0)
     sessions_added = models.PositiveIntegerField(default=0)
     sessions_updated = models.PositiveIntegerField(default=0)
+    sessions_unchanged = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=0,
+        help_text="Sessions read whose log was already stored whole; empty for a job recorded before "
+        "they were counted.",
+    )
     events_added = models.PositiveIntegerField(default=0)
     requests_added = models.PositiveIntegerField(default=0)
     duplicates = models.PositiveIntegerField(

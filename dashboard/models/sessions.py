@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import models
+from django.db.models.functions import Cast
 from django.urls import reverse
 from django.utils import timezone
 
@@ -43,14 +45,50 @@ class SessionQuerySet(models.QuerySet["Session"]):
         return sessions
 
     def search(self, text: str) -> SessionQuerySet:
+        """The sessions whose title, id or folder holds ``text``, or whose conversation does: the
+        words of any user or assistant message (:func:`conversation_events`)."""
         text = text.strip()
         if not text:
             return self
+        said = conversation_events(text)
         return self.filter(
             models.Q(external_id__icontains=text)
             | models.Q(title__icontains=text)
             | models.Q(cwd__icontains=text)
+            | models.Q(pk__in=said.values("session_id"))
         )
+
+
+CONVERSATION_TYPES = ("user/message", "assistant/message")
+"""The events a search of the conversation reads: what the user and the model said."""
+TEXT_SEARCH_CONFIG = "simple"
+"""No stemming and no stop words: logs hold code, paths and many languages."""
+
+
+class MessageMatches(models.Func):
+    """``to_tsvector('simple', data) @@ plainto_tsquery('simple', text)``: whether an event's JSON
+    string values hold every word of ``text``. Written as the partial GIN index of migration 0040
+    holds the vector, so the index serves the search."""
+
+    output_field = models.BooleanField()
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        data, text = (compiler.compile(expression) for expression in self.get_source_expressions())
+        config = f"'{TEXT_SEARCH_CONFIG}'::regconfig"
+        sql = f"to_tsvector({config}, {data[0]}) @@ plainto_tsquery({config}, {text[0]})"
+        return sql, [*data[1], *text[1]]
+
+
+def conversation_events(text: str) -> models.QuerySet[Event]:
+    """The user and assistant messages that hold ``text``: on PostgreSQL every word of it, by
+    full-text search over the GIN index; on SQLite the text itself, by LIKE over the stored JSON
+    (no index: the embedded mode's fleets are small)."""
+    from django.db import connection
+
+    messages = Event.objects.filter(type__in=CONVERSATION_TYPES)
+    if connection.vendor == "postgresql":
+        return messages.filter(MessageMatches(models.F("data"), models.Value(text)))
+    return messages.alias(data_text=Cast("data", models.TextField())).filter(data_text__icontains=text)
 
 
 class Session(models.Model):
@@ -93,6 +131,17 @@ class Session(models.Model):
     output_tokens = models.BigIntegerField(default=0)
     hit_rate = models.FloatField(null=True, blank=True, help_text="Null when no provider usage was reported.")
     warning_count = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(
+        max_digits=16,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="The session's cost at the prices of the table, kept so the list can sort by it; null "
+        "until priced, or when no request has a price (dashboard.costs.session_costs.sessions_reprice).",
+    )
+    unpriced_requests = models.PositiveIntegerField(
+        default=0, help_text="Requests whose model no price matched: counted in the tokens, not in the cost."
+    )
     models_used = models.CharField(max_length=500, blank=True, help_text="Comma-separated model names.")
     # Never null, so the list's default order (newest activity first) can walk its index.
     last_activity = models.DateTimeField(default=timezone.now)

@@ -73,7 +73,7 @@ def export_rows(filters: RequestFilters, *, up_to: int | None = None) -> Iterato
             "predicted_write_tokens": call.predicted_write,
             "output_tokens": call.output_tokens,
             "reprocessed_tokens": call.reprocessed_tokens,
-            "cost_usd": str(call.cost) if call.cost is not None else None,
+            "cost_usd": float(call.cost) if call.cost is not None else None,
         }
 
 

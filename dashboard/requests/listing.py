@@ -44,14 +44,30 @@ class Sort:
     column: str
     tie: str = "id"
     figure: bool = True
+    label: str = ""
+    """What the figure is called, for the page's note on the requests the sort leaves out."""
+    missing_when: str = ""
+    """Why a request lacks the figure."""
 
 
 REQUEST_SORTS: dict[str, Sort] = {
     "started": Sort("started_at", figure=False),
-    "uncached": Sort("uncached_input_tokens"),
-    "read": Sort("cache_read_tokens"),
-    "wasted": Sort("analysis__wasted_tokens", tie="analysis__request"),
-    "cost": Sort("analysis__cost", tie="analysis__request"),
+    "uncached": Sort(
+        "uncached_input_tokens", label="uncached input", missing_when="its usage was not reported"
+    ),
+    "read": Sort("cache_read_tokens", label="cache read", missing_when="its provider reported no read"),
+    "wasted": Sort(
+        "analysis__wasted_tokens",
+        tie="analysis__request",
+        label="re-processed tokens",
+        missing_when="it is not analysed yet",
+    ),
+    "cost": Sort(
+        "analysis__cost",
+        tie="analysis__request",
+        label="cost",
+        missing_when="it is not analysed yet or its model has no price",
+    ),
 }
 DEFAULT_SORT = "-started"
 SORTS = frozenset(REQUEST_SORTS) | {f"-{key}" for key in REQUEST_SORTS}
@@ -132,6 +148,15 @@ class RequestFilters:
         if self.descending:
             return requests.order_by(F(sort.column).desc(), F(sort.tie).desc())
         return requests.order_by(F(sort.column).asc(), F(sort.tie).asc())
+
+    def left_out(self, requests: QuerySet[Request], *, cap: int) -> int:
+        """How many of the filtered ``requests`` a sort by a figure leaves out for lacking it (0 for
+        a sort by time), counted up to ``cap`` + 1."""
+        sort = self.sort_column
+        if not sort.figure:
+            return 0
+        lacking = self.apply(requests).filter(**{f"{sort.column}__isnull": True})
+        return lacking.order_by()[: cap + 1].count()
 
     @property
     def sort_column(self) -> Sort:

@@ -87,6 +87,8 @@ def requests_page(params: QueryDict) -> dict[str, Any]:
         call.label_meaning = label_meaning(call.miss_label)
     return {
         "page": page,
+        "left_out": filters.left_out(Request.objects.all(), cap=LISTED_REQUESTS_CAP),
+        "cap": LISTED_REQUESTS_CAP,
         "filters": filters,
         "sort": filters.sort,
         "sources": Source.objects.order_by("name").values_list("name", flat=True),

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from dashboard.costs.pricing import sessions_cost_map
+from dashboard.costs.session_costs import listed_sessions_priced, sessions_price_unpriced
 from dashboard.models import Session
 from dashboard.savings.refresh import session_savings
 from dashboard.sessions.listing import SessionFilters
@@ -36,6 +36,7 @@ EXPORT_COLUMNS = (
     "warnings",
     "models",
     "cost_usd",
+    "unpriced_requests",
 )
 CHUNK = 1000
 
@@ -49,6 +50,8 @@ def exported(filters: SessionFilters, *, up_to: int | None = None) -> QuerySet[S
 
 def export_rows(filters: SessionFilters, *, up_to: int | None = None) -> Iterator[dict[str, Any]]:
     """Every session the filters select, in the list's order, one dict per row, a chunk at a time."""
+    if filters.sort_field == "cost_usd":
+        sessions_price_unpriced()  # so none sorts below $0 for want of having been priced
     sessions = exported(filters, up_to=up_to)
     chunk: list[Session] = []
     for session in sessions.iterator(chunk_size=CHUNK):
@@ -60,9 +63,8 @@ def export_rows(filters: SessionFilters, *, up_to: int | None = None) -> Iterato
 
 
 def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
-    costs = sessions_cost_map(session_ids=[s.pk for s in sessions])
+    listed_sessions_priced(sessions)
     for s in sessions:
-        cost = costs.get(s.pk)
         yield {
             "session_id": s.external_id,
             "parent_session_id": s.parent.external_id if s.parent else (s.parent_external_id or None),
@@ -81,7 +83,9 @@ def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
             "hit_rate": s.hit_rate,
             "warnings": s.warning_count,
             "models": s.models_list,
-            "cost_usd": str(cost) if cost is not None else None,
+            # A JSON number, as every other figure: null where no request of the session has a price.
+            "cost_usd": float(s.cost_usd) if s.cost_usd is not None else None,
+            "unpriced_requests": s.unpriced_requests,
         }
 
 

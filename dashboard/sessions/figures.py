@@ -10,9 +10,11 @@ new analysis or a price change reads as another key and the figures are made aga
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
+from django.db.models import F
 from django.urls import reverse
 
 from dashboard.analysis.cause_costs import (
@@ -46,6 +48,46 @@ class SessionFigures:
     compactions: CompactionCosts
     attribution: list[AttributionEndpoint]
     """What Claude Code's attribution block did, per endpoint the session sent to."""
+    costliest_miss: CostliestMiss | None = None
+
+
+@dataclass(frozen=True)
+class CostliestMiss:
+    """The session's material miss that cost the most, for the page to lead to it.
+
+    Ranked by the request's cost, the figure every analysis stores; the what-if's miss cost (what
+    the request paid beyond the read price for tokens its predecessor had cached) is the better
+    rank once it is stored, and belongs in :func:`costliest_miss` alone.
+    """
+
+    url: str
+    number: int
+    cost: Decimal | None
+    reprocessed: int | None
+    label: str
+
+
+def costliest_miss(session: Session) -> CostliestMiss | None:
+    """The material miss of ``session`` with the highest cost (the most re-processed tokens among
+    unpriced ones); one query."""
+    miss = (
+        RequestAnalysis.objects.filter(session=session)
+        .material_misses()
+        .select_related("request")
+        .order_by(
+            F("cost").desc(nulls_last=True), F("wasted_tokens").desc(nulls_last=True), "request__ordinal"
+        )
+        .first()
+    )
+    if miss is None:
+        return None
+    return CostliestMiss(
+        url=miss.request.get_absolute_url(),
+        number=miss.request.ordinal + 1,
+        cost=miss.cost,
+        reprocessed=miss.wasted_tokens,
+        label=miss.label,
+    )
 
 
 def session_figures_cached(*, session: Session, analysis: SessionAnalysis | None) -> SessionFigures:
@@ -60,7 +102,7 @@ def session_figures_cached(*, session: Session, analysis: SessionAnalysis | None
 
 def session_figures_key(*, session: Session, analysis: SessionAnalysis | None) -> str:
     """A key naming the session's requests, its stored analysis and the price table."""
-    return f"session-figures:{session_inputs_key(session=session, analysis=analysis)}:{prices_version()}"
+    return f"session-figures-2:{session_inputs_key(session=session, analysis=analysis)}:{prices_version()}"
 
 
 def session_figures(*, session: Session, analysis: SessionAnalysis | None) -> SessionFigures:
@@ -122,6 +164,7 @@ def session_figures(*, session: Session, analysis: SessionAnalysis | None) -> Se
         material_misses=RequestAnalysis.objects.filter(session=session).material_misses().count(),
         compactions=session_compactions(session_id=session.pk, prices=prices),
         attribution=attribution_by_endpoint(RequestAnalysis.objects.filter(session=session), prices),
+        costliest_miss=costliest_miss(session),
     )
 
 

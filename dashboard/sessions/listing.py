@@ -15,6 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db.models import F, Q, QuerySet, Value
@@ -37,6 +38,7 @@ SESSION_SORTS: dict[str, str] = {
     "write": "cache_write_tokens",
     "output": "output_tokens",
     "hit_rate": "hit_rate",
+    "cost": "cost_usd",
     "warnings": "warning_count",
 }
 DEFAULT_SORT = "-activity"
@@ -54,6 +56,8 @@ _NULL_AS: dict[str, Any] = {
     "cache_read_tokens": Value(-1),
     "cache_write_tokens": Value(-1),
     "started_at": Value(datetime(1970, 1, 1, tzinfo=UTC)),
+    # Below a real $0: a session no price matched, or not priced yet.
+    "cost_usd": Value(Decimal(-1)),
 }
 
 
@@ -213,8 +217,12 @@ def _beyond(cursor: tuple[Any, int], descending: bool) -> Q:
 
 def _encode(session: Session) -> str:
     value = session.sort_key  # type: ignore[attr-defined]
-    kind = "t" if isinstance(value, datetime) else "v"
-    payload = [kind, value.isoformat() if isinstance(value, datetime) else value, session.pk]
+    if isinstance(value, datetime):
+        payload = ["t", value.isoformat(), session.pk]
+    elif isinstance(value, Decimal):
+        payload = ["d", str(value), session.pk]  # exact: a float could step over a row of equal cost
+    else:
+        payload = ["v", value, session.pk]
     return base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
 
 
@@ -251,7 +259,15 @@ def _cursor_text(kind: Any, value: Any) -> str:
     return value
 
 
-def _cursor_number(kind: Any, value: Any) -> int | float:
+def _cursor_number(kind: Any, value: Any) -> int | float | Decimal:
+    if kind == "d" and isinstance(value, str) and len(value) <= 40:
+        try:
+            amount = Decimal(value)
+        except InvalidOperation as error:
+            raise ValueError("a cost cursor holds a decimal") from error
+        if not amount.is_finite() or abs(amount) > MAX_DB_INTEGER:
+            raise ValueError("a cost cursor holds a cost a column can hold")
+        return amount
     if kind != "v" or isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("a number cursor holds a number")
     if not math.isfinite(value) or abs(value) > MAX_DB_INTEGER:

@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from dashboard.analysis.views import session_analysis_context
-from dashboard.costs.pricing import sessions_cost_map
+from dashboard.costs.pricing import prices_load
+from dashboard.costs.session_costs import listed_sessions_priced, sessions_price_unpriced, unpriced_models
 from dashboard.fleet.client_versions import known_client_versions
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
 from dashboard.sessions.breakdown_chart import session_breakdown_chart
@@ -38,10 +39,14 @@ KNOWN_MODELS_SECONDS = 60
 def sessions_page(params: QueryDict) -> dict[str, Any]:
     """The filtered, sorted keyset page of sessions the list shows, with the filters echoed back."""
     filters = SessionFilters.from_query(params)
+    if filters.sort_field == "cost_usd":
+        sessions_price_unpriced()  # so none sorts below $0 for want of having been priced
     page = keyset_page(filters, Session.objects.select_related("source", "parent"), params)
-    costs = sessions_cost_map(session_ids=[session.pk for session in page.rows])
+    listed_sessions_priced(page.rows)
+    prices = prices_load()
     for session in page.rows:
-        session.cost_display = usd(costs.get(session.pk))
+        session.cost_display = usd(session.cost_usd)
+        session.unpriced_models = unpriced_models(session, prices) if session.unpriced_requests else []
     return {
         "page": page,
         "sort": filters.sort,

@@ -1,10 +1,12 @@
 """The time range a fleet chart covers (``?range=24h|7d|30d|90d|all``) and the buckets it is cut into.
 
-A range ends at the newest data, not at the wall clock, so a fleet whose logs stopped a week ago
-still opens on its last 30 days. Buckets are hours up to two days, days up to 90 days and weeks
-(starting Monday, UTC) beyond; "all" coarsens to calendar months and then years until it holds at
-most :data:`MAX_BUCKETS`, so a chart carries a few hundred bars or points whatever the history: a
-chart of every week since 1970 zero-filled thousands of buckets per source.
+A range counts back from now, as an operator reads "the last 30 days" (Langfuse and Helicone do
+the same): a fleet whose newest log is old shows an empty range and says how much lies before it
+(:func:`widening_range`), rather than quietly sliding the range back to its newest request. "All"
+spans from the oldest data to the newest. Buckets are hours up to two days, days up to 90 days and
+weeks (starting Monday, UTC) beyond; "all" coarsens to calendar months and then years until it
+holds at most :data:`MAX_BUCKETS`, so a chart carries a few hundred bars or points whatever the
+history: a chart of every week since 1970 zero-filled thousands of buckets per source.
 """
 
 from __future__ import annotations
@@ -138,19 +140,44 @@ def all_step_for(span: timedelta) -> Step:
     return step
 
 
-def time_window(name: str, *, oldest: datetime | None, newest: datetime | None) -> TimeWindow | None:
-    """The window of range ``name`` ending with the bucket of the newest data; ``None`` without data.
+def wall_clock() -> datetime:
+    """Now, in UTC: what a range of some length counts back from. The pages read it through this
+    module, so a test can set it."""
+    return datetime.now(UTC)
 
-    ``all`` spans from the oldest data; its step follows its length (:func:`all_step_for`).
+
+def time_window(
+    name: str, *, oldest: datetime | None, newest: datetime | None, now: datetime
+) -> TimeWindow | None:
+    """The window of range ``name`` ending with the bucket of ``now``; ``None`` without data.
+
+    ``all`` spans from the oldest data to the newest; its step follows its length
+    (:func:`all_step_for`).
     """
     if oldest is None or newest is None:
         return None
     length = RANGES[range_name(name)]
     span = length if length is not None else max(newest - oldest, timedelta(hours=1))
     step = step_for(span) if length is not None else all_step_for(span)
-    end = step.next(step.floor(newest))
-    start = step.floor(oldest) if length is None else step.floor(end - length)
-    return TimeWindow(name=range_name(name), start=start, end=end, step=step)
+    if length is None:
+        end = step.next(step.floor(newest))
+        return TimeWindow(name="all", start=step.floor(oldest), end=end, step=step)
+    end = step.next(step.floor(now))
+    return TimeWindow(name=range_name(name), start=step.floor(end - length), end=end, step=step)
+
+
+def widening_range(name: str, *, oldest_activity: datetime | None, now: datetime) -> str:
+    """The shortest range longer than ``name`` that reaches back to ``oldest_activity`` (``all`` when
+    none does, or when a session has no time at all: ``oldest_activity`` ``None``)."""
+    names = list(RANGES)
+    for wider in names[names.index(range_name(name)) + 1 :]:
+        length = RANGES[wider]
+        if length is None or oldest_activity is None:
+            return "all"
+        window = time_window(wider, oldest=oldest_activity, newest=now, now=now)
+        if window is not None and window.start <= oldest_activity:
+            return wider
+    return "all"
 
 
 def range_limited(window: TimeWindow | None) -> TypeGuard[TimeWindow]:

@@ -242,7 +242,9 @@ MODEL_RULES: Final[tuple[ModelRule, ...]] = (
     _claude("Claude Fable 5.1 and Mythos 5.1", r"claude-(fable|mythos)-5-1", 512, _1M, read=0.025),
     _claude("Claude Mythos Preview", r"claude-mythos-preview", 2_048, _1M),
     _claude("Claude 5 family (Opus 5, Fable 5, Mythos 5)", r"claude-(opus|fable|mythos)-5", 512, _1M),
-    _claude("Claude Sonnet 5 and 5.5", r"claude-sonnet-5", 1_024, _1M),
+    # Sonnet 5.5 reads at 0.05x since 2026-10-07 ($0.10 against $2 input); Sonnet 5 at 0.1x.
+    _claude("Claude Sonnet 5.5", r"claude-sonnet-5-5", 1_024, _1M, read=0.05),
+    _claude("Claude Sonnet 5", r"claude-sonnet-5", 1_024, _1M),
     # Opus 4.6 onward and Sonnet 4.6 serve 1M natively; Claude Code runs them at 200k unless its model
     # setting carries [1m] (its /context shows 200k for claude-opus-4-6, issue 24208, and the shared
     # Opus 4.6 transcript compacts at preTokens 170,251, the 200k auto-compact point).
@@ -324,6 +326,12 @@ def model_rule(platform: str, model: str, on: date | None = None) -> ModelRule |
         if on is None or on >= rule.valid_from:
             return rule
     return None
+
+
+def family_of(model: str) -> ModelRule | None:
+    """The first row whose pattern matches ``model``, on any platform and day: the family a price
+    table row named ``model`` prices, as the provider-rules page pairs them."""
+    return next((rule for rule in MODEL_RULES if rule.matches(model)), None)
 
 
 def keeps_only_last_turn_thinking(model: str) -> bool:

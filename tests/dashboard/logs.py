@@ -13,9 +13,10 @@ BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
 def dsh_lines(
-    session_id: str, *, turns: int, version: int = 4, system: str = "You are terse."
+    session_id: str, *, turns: int, version: int = 4, system: str = "You are terse.", model: str = ""
 ) -> list[dict[str, Any]]:
-    """A dsh log: a system prompt, then per turn a user message and an assistant reply with usage."""
+    """A dsh log: a system prompt, then per turn a user message and an assistant reply with usage;
+    with ``model``, a ``request/context`` naming it first, as the harness writes before its calls."""
     lines: list[dict[str, Any]] = [
         {
             "type": "session",
@@ -33,6 +34,13 @@ def dsh_lines(
             "surfaceOp": "append",
         },
     ]
+    if model:
+        events.append(
+            {
+                "type": "request/context",
+                "data": {"provider": "deepseek-official", "model": model, "contextWindow": 1_000_000},
+            }
+        )
     for turn in range(1, turns + 1):
         events.append(
             {
@@ -76,8 +84,8 @@ def write_jsonl(path: Path, lines: list[Any]) -> Path:
     return path
 
 
-def write_dsh_log(path: Path, *, session_id: str, turns: int, version: int = 4) -> Path:
-    return write_jsonl(path, dsh_lines(session_id, turns=turns, version=version))
+def write_dsh_log(path: Path, *, session_id: str, turns: int, version: int = 4, model: str = "") -> Path:
+    return write_jsonl(path, dsh_lines(session_id, turns=turns, version=version, model=model))
 
 
 def capture_line(record: RequestRecord) -> dict[str, Any]:

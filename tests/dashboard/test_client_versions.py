@@ -3,7 +3,8 @@ hit rate of each release by the one rule, computed in one aggregate query."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -15,6 +16,12 @@ from dashboard.models import Request, Session, Source
 from projections.hit_rate import hit_rate
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is a day after the requests these tests store."""
+    wall_clock(DAY + timedelta(days=1))
 
 
 def fleet() -> None:

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from dashboard.models import IngestJob
+from tests.dashboard.logs import write_dsh_log
 
 pytestmark = pytest.mark.django_db
 
@@ -78,6 +79,9 @@ def test_report_gives_one_object_per_session(dsh_log: Path) -> None:
         "cache_creation_tokens",
         "cache_read_tokens",
         "models",
+        "cost_usd",
+        "unpriced_requests",
+        "unpriced_models",
     }
     assert (row["session_id"], row["source"], row["format"], row["parent_session_id"]) == (
         "s1",
@@ -101,4 +105,43 @@ def test_report_shows_a_cache_sum_no_request_reported_as_unknown() -> None:
 
     out, _ = run("report", "--by", "session")
 
-    assert out.splitlines()[1].split() == ["ds", "1", "100", "5", "—", "—"]
+    assert out.splitlines()[1].split() == ["ds", "1", "100", "5", "—", "—", "no", "price"]
+
+
+@pytest.mark.parametrize("model", ["deepseek-v4-flash", "deepseek-v4-pro"])
+def test_report_gives_every_session_a_numeric_cost_deepseek_v4_included(tmp_path: Path, model: str) -> None:
+    from dashboard.costs.pricing import Tokens, price_match, prices_load, usage_cost
+
+    write_dsh_log(tmp_path / "v4" / "session.jsonl", session_id="v4", turns=2, model=model)
+    run("ingest", str(tmp_path / "v4"), "--source", "harness")
+
+    [row] = json.loads(run("report", "--by", "session", "--json")[0])
+
+    price = price_match(model=model, prices=prices_load())
+    assert price is not None
+    # The log's two replies: 30 uncached, 1,000 read, 2,000 written, 15 out; DeepSeek bills a write as a miss.
+    expected = usage_cost(tokens=Tokens(30, 1000, 2000, 0, 15), price=price)
+    assert row["models"] == [model]
+    assert isinstance(row["cost_usd"], float)
+    assert row["cost_usd"] == pytest.approx(float(expected), abs=1e-8)
+    assert (row["unpriced_requests"], row["unpriced_models"]) == (0, [])
+
+
+def test_the_report_table_has_a_cost_column_and_marks_a_partial_cost() -> None:
+    from dashboard.models import Request, Session, Source
+    from dashboard.sessions.summaries import session_refresh_summary
+
+    farm = Source.objects.create(name="farm")
+    session = Session.objects.create(source=farm, external_id="mixed", format="dsh")
+    for ordinal, model in enumerate(["claude-sonnet-4", "house-model"]):
+        Request.objects.create(
+            session=session, ordinal=ordinal, key=f"r{ordinal}", model=model, uncached_input_tokens=1_000_000
+        )
+    session_refresh_summary(session)
+
+    out, _ = run("report", "--by", "session")
+
+    header, line, note = out.splitlines()
+    assert header.split()[-2:] == ["cost", "(USD)"]
+    assert line.split()[-1] == "3.0000*"  # a million Sonnet 4 input tokens; house-model left out
+    assert note == "* partial: no price for house-model"

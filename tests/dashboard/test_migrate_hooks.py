@@ -1,4 +1,4 @@
-"""After ``migrate``, every session has its cost ledger, whenever it was stored."""
+"""After ``migrate``, every session has its cost ledger and its cost, whenever it was stored."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
 from dashboard.costs.migrate_hooks import make_missing_cost_ledgers
+from dashboard.costs.pricing import COST_PLACES
+from dashboard.costs.session_costs import ledgers_refresh, session_cost
 from dashboard.models import Session, SessionCostLedger, Source
+from dashboard.sessions.summaries import session_refresh_summary
 from tests.dashboard.test_analysis import START, usage_row
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +58,21 @@ def test_a_schema_left_behind_the_code_makes_no_ledger() -> None:
     session_without_ledger()
     make_missing_cost_ledgers(plan=[], apps=state_at("0028_fold_result_listed_indexes"))
     assert not SessionCostLedger.objects.exists()
+
+
+def test_migrate_prices_a_session_stored_before_sessions_kept_their_cost() -> None:
+    session = session_without_ledger()
+    session_refresh_summary(session)
+    ledgers_refresh(session_ids=[session.pk])
+    Session.objects.filter(pk=session.pk).update(cost_usd=None)  # its ledger, from before the column
+    out = io.StringIO()
+
+    call_command("migrate", verbosity=1, stdout=out)
+
+    priced = Session.objects.get(pk=session.pk)
+    assert priced.cost_usd == session_cost(session=priced, analysis=None).total.quantize(COST_PLACES)
+    assert priced.cost_usd > 0
+    assert "Priced 1 sessions stored before sessions kept their cost" in out.getvalue()
+    out = io.StringIO()
+    call_command("migrate", verbosity=1, stdout=out)  # nothing left to price: nothing said
+    assert "Priced" not in out.getvalue()

@@ -1,9 +1,11 @@
-"""The overview over a time range: it ends at the newest data, is cut into buckets the axis labels
-by itself, leaves empty buckets empty, and links each bucket to the requests (and sessions) in it."""
+"""The overview over a time range: it counts back from now, says how many stored sessions it leaves
+out and links to the range that shows them, is cut into buckets the axis labels by itself, leaves
+empty buckets empty, and links each bucket to the requests (and sessions) in it."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,12 +17,17 @@ from django.urls import reverse
 
 from dashboard.fleet.charts import RIGHT_AXIS_MARGIN
 from dashboard.fleet.rollups import rollups_rebuild
-from dashboard.models import Request, Session, Source
+from dashboard.models import Request, RequestAnalysis, Session, Source
 from dashboard.web.charts import base_layout
 
 pytestmark = pytest.mark.django_db
 
 NEWEST = datetime(2026, 3, 4, 15, 20, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_just_after_the_newest_request(wall_clock: Callable[[datetime], None]) -> None:
+    wall_clock(NEWEST + timedelta(minutes=10))
 
 
 def fleet(days_ago: list[int], *, source: str = "farm") -> Session:
@@ -57,16 +64,78 @@ def overview(client: Client, **params: str) -> dict:  # type: ignore[type-arg]
     return response.context  # type: ignore[no-any-return]
 
 
-def test_the_default_range_is_the_thirty_days_ending_at_the_newest_request(viewer_client: Client) -> None:
-    fleet([0, 3, 45])  # the newest request is long before "now" would be in a real fleet
+def test_the_default_range_is_the_thirty_days_counting_back_from_now(
+    viewer_client: Client, wall_clock: Callable[[datetime], None]
+) -> None:
+    fleet([0, 3, 28])
+    wall_clock(NEWEST + timedelta(days=5))
 
     context = overview(viewer_client)
 
     window = context["window"]
     assert (context["range"], window.step) == ("30d", "day")
-    assert window.end == datetime(2026, 3, 5, tzinfo=UTC)
+    assert window.end == datetime(2026, 3, 10, tzinfo=UTC)
     assert len(window.buckets) == 30
-    assert context["totals"]["requests"] == 2  # the request 45 days back is outside the range
+    assert context["totals"]["requests"] == 2  # the request 33 days before now is outside the range
+    assert context["outside"] is None  # the one session was active in the range
+
+
+def test_sessions_months_older_than_the_newest_are_counted_with_a_link_to_the_range_that_shows_them(
+    viewer_client: Client,
+) -> None:
+    fleet([0, 1])
+    fleet([60], source="laptop")
+    fleet([150], source="ci")
+
+    context = overview(viewer_client)
+    page = viewer_client.get(reverse("dashboard:overview")).content.decode()
+
+    assert (context["totals"]["sessions"], context["outside"].sessions, context["outside"].wider) == (
+        1,
+        2,
+        "all",
+    )
+    assert 'href="?range=all"' in page
+    assert "2 stored sessions lie outside this range: show all time" in page
+    ninety = overview(viewer_client, range="90d")
+    assert (ninety["totals"]["sessions"], ninety["outside"].sessions) == (2, 1)
+    assert overview(viewer_client, range="all")["outside"] is None
+    assert overview(viewer_client, range="all")["totals"]["sessions"] == 3
+
+
+def test_a_range_that_leaves_out_only_a_few_weeks_links_to_the_next_range_up(viewer_client: Client) -> None:
+    fleet([0])
+    fleet([50], source="laptop")
+
+    outside = overview(viewer_client)["outside"]
+
+    assert (outside.sessions, outside.wider, outside.wider_label) == (1, "90d", "the last 90 days")
+
+
+def test_a_fleet_whose_logs_stopped_long_ago_never_shows_an_empty_all_clear(
+    viewer_client: Client, wall_clock: Callable[[datetime], None]
+) -> None:
+    session = fleet([0, 1])
+    RequestAnalysis.objects.create(
+        session=session, request=session.requests.first(), material=True, label="ttl-expired"
+    )
+    wall_clock(NEWEST + timedelta(days=200))
+
+    page = viewer_client.get(reverse("dashboard:overview")).content.decode()
+
+    link = "1 stored session lies outside this range: show all time"
+    assert 'id="outside-range"' in page
+    for empty in (
+        "No material misses in this range.",
+        "No warnings in this range.",
+        "No request in this range.",
+    ):
+        assert f"{empty} <a" in page, empty
+    assert "No material misses.</p>" not in page
+    assert "No timed requests yet" not in page
+    assert page.count(link) == 1  # the note under the range picker
+    assert page.count("1 stored session outside it: show all time") >= 4  # and each empty panel
+    assert len(overview(viewer_client, range="all")["recent_misses"]) == 1
 
 
 def test_an_empty_bucket_breaks_the_line_and_carries_no_link(viewer_client: Client) -> None:
@@ -118,7 +187,7 @@ def test_each_point_opens_the_requests_of_its_bucket(viewer_client: Client) -> N
 
     context = overview(viewer_client, range="7d")
     sources = {trace["name"]: trace for trace in context["fleet_sources_chart"]["data"]}
-    farm_url = next(url for url in sources["farm uncached"]["customdata"] if url)
+    farm_url = next(url for url in sources["farm"]["customdata"] if url)
     fleet_url = next(url for url in context["fleet_hit_rate_chart"]["data"][0]["customdata"] if url)
 
     assert parse_qs(urlsplit(farm_url).query) == {
@@ -304,30 +373,47 @@ def test_all_of_a_long_history_is_cut_into_at_most_a_few_hundred_buckets(viewer_
     assert context["fleet_sources_chart"]["layout"]["xaxis"]["tickformat"] == "%Y"
 
 
-def test_a_dozen_sources_chart_the_seven_largest_and_the_rest_as_one_series(viewer_client: Client) -> None:
-    for number in range(12):
-        session = fleet([0, 1], source=f"source-{number:02}")
-        # Source n sends n + 1 times the uncached input of source 0, so the largest are 11 down to 5.
-        Request.objects.filter(session=session).update(uncached_input_tokens=100 * (number + 1))
+def test_the_sources_chart_plots_cost_for_the_five_costliest_and_sums_the_rest_as_other(
+    viewer_client: Client,
+) -> None:
+    for index in range(8):
+        session = fleet([0, 1], source=f"host-{index}")
+        # host-7 spends most: its requests cost more the more tokens they write.
+        session.requests.update(cache_write_5m_tokens=1000 * (index + 1))
     rollups_rebuild()
 
     chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
 
-    names = [trace["name"] for trace in chart["data"] if trace["type"] == "bar"]
-    assert names == [f"source-{n:02} uncached" for n in range(11, 4, -1)] + ["5 other sources uncached"]
-    other = next(trace for trace in chart["data"] if trace["name"] == "5 other sources uncached")
-    assert max(value or 0 for value in other["y"]) == 100 * (1 + 2 + 3 + 4 + 5)
+    bars = [trace for trace in chart["data"] if trace["type"] == "bar"]
+    assert [trace["name"] for trace in bars] == [
+        "host-7",
+        "host-6",
+        "host-5",
+        "host-4",
+        "host-3",
+        "3 other sources",
+    ]
+    assert [trace.get("showlegend", True) for trace in chart["data"]].count(True) == 6  # one a source
+    assert chart["layout"]["yaxis"]["title"]["text"] == "USD"
+    # host-0's bar on the newest day, at Sonnet 4's prices: 100 in, 300 read, 1,000 written, 10 out.
+    other = bars[-1]
+    expected = sum((100 * 3 + 300 * 0.3 + 1000 * (i + 1) * 3.75 + 10 * 15) / 1e6 for i in range(3))
+    assert other["y"][-1] == pytest.approx(expected)
     assert set(other["customdata"]) == {None}  # no one list holds what it sums
 
 
-def test_eight_sources_are_all_drawn_by_name(viewer_client: Client) -> None:
-    for number in range(8):
-        fleet([0], source=f"source-{number}")
+def test_without_any_price_the_sources_chart_plots_the_tokens_that_carry_the_cost(
+    viewer_client: Client,
+) -> None:
+    fleet([0])
+    Request.objects.update(model="house-model")
+    rollups_rebuild()
 
     chart = overview(viewer_client, range="7d")["fleet_sources_chart"]
 
-    assert len(chart["data"]) == 16
-    assert not [trace for trace in chart["data"] if "other" in trace["name"]]
+    [bars] = [trace for trace in chart["data"] if trace["type"] == "bar"]
+    assert bars["y"][-1] == 100 + 100  # uncached input and the 5-minute write
+    assert chart["layout"]["yaxis"]["title"]["text"] == "tokens"
 
 
 def test_a_source_name_is_drawn_as_written_not_as_markup_or_a_template_field(viewer_client: Client) -> None:

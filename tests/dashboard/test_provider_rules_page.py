@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.models import ModelPrice
 from projections.providers.mechanics import CHECKED
 from projections.providers.rules import MODEL_RULES
 
@@ -50,3 +52,23 @@ def test_the_page_only_reads(make_user: Callable[..., User]) -> None:
     client = Client()
     client.force_login(make_user("root", "admin"))
     assert client.post(URL, {}).status_code == 405
+
+
+def test_each_family_shows_the_prices_the_price_table_holds_for_it(make_user: Callable[..., User]) -> None:
+    client = Client()
+    client.force_login(make_user("root", "admin"))
+    flash = ModelPrice.objects.get(pattern="deepseek-v4-flash")
+    flash.input = Decimal("0.1234")
+    flash.save()
+
+    response = client.get(URL)
+
+    rows = {row["rule"].family: row for _provider, rows in response.context["groups"] for row in rows}
+    assert [price.pattern for price in rows["DeepSeek V4 (Flash, Pro)"]["prices"]] == [
+        "deepseek-v4-flash",
+        "deepseek-v4-pro",
+    ]
+    page = response.content.decode()
+    assert "<code>deepseek-v4-flash</code></a> 0.1234 · " in page  # read from the table, not the rules
+    assert rows["Claude Mythos Preview"]["prices"] == []
+    assert "no price · <a href" in page

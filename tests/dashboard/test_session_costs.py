@@ -182,7 +182,7 @@ def test_the_refresh_command_makes_the_ledgers_an_upgrade_left_missing_and_only_
     out = StringIO()
     call_command("refresh_request_figures", stdout=out)
 
-    assert out.getvalue().strip().endswith("; 1 session cost ledgers made")
+    assert out.getvalue().strip().endswith("; 1 session cost ledgers made; 0 session costs changed")
     assert SessionCostLedger.objects.get(session=first).pk == kept
     with CaptureQueriesContext(connection) as queries:
         costs = sessions_cost(keys=keys_of(first, second))

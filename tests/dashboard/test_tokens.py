@@ -111,9 +111,12 @@ def test_operators_cannot_create_or_revoke_tokens(operator_client: Client) -> No
     assert ApiToken.objects.count() == 1
 
 
-def test_the_admin_nav_link_shows_to_admins_only(admin_client: Client, viewer_client: Client) -> None:
-    assert b">Admin</a>" in admin_client.get(reverse("dashboard:sessions")).content
-    assert b">Admin</a>" not in viewer_client.get(reverse("dashboard:sessions")).content
+def test_the_admin_pages_show_in_the_admin_menu_to_admins_only(
+    admin_client: Client, viewer_client: Client
+) -> None:
+    link = f'href="{reverse("dashboard:tokens")}"'.encode()
+    assert link in admin_client.get(reverse("dashboard:sessions")).content
+    assert link not in viewer_client.get(reverse("dashboard:sessions")).content
 
 
 def test_admins_edit_the_price_table(admin_client: Client) -> None:

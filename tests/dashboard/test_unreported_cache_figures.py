@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,6 +28,14 @@ from dashboard.templatetags.cachescope import UNREPORTED_TITLE
 pytestmark = pytest.mark.django_db
 
 T0 = datetime(2026, 3, 4, 15, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_the_day_of_the_fleet(wall_clock: Callable[[datetime], None]) -> None:
+    """The ranges count back from now: now is an hour after the requests these tests store."""
+    wall_clock(T0 + timedelta(hours=1))
+
+
 UNREPORTED = (1_000, None, None, None)
 """(uncached, read, write 5m, write 1h): a DeepSeek request as its logs give it."""
 READS_ONLY = (700, 300, None, None)
@@ -130,7 +139,7 @@ def list_cells(client: Client, **params: str) -> dict[str, tuple[str, str]]:
         name = re.search(r'<a href="/sessions/\d+/">([^<]*)</a>', row)
         if name is None:
             continue
-        numbers = re.findall(r'<td class="num"(?: title="[^"]*")?>([^<]*)</td>', row)
+        numbers = re.findall(r'<td class="num(?: wide)?"(?: title="[^"]*")?>([^<]*)</td>', row)
         cells[name.group(1)] = (numbers[3], numbers[4])  # events, requests, uncached, write, read
     return cells
 
@@ -208,7 +217,9 @@ def test_the_overview_shows_a_ranges_read_and_write_as_unknown_when_no_request_r
 
     assert figure(html, "Cache read") == (UNREPORTED_TITLE, "—")
     assert figure(html, "Cache write") == (UNREPORTED_TITLE, "—")
-    source_row = re.search(r"<td class=\"num\">1</td>\s*<td class=\"num\">1</td>(.*?)</tr>", html, flags=re.S)
+    source_row = re.search(
+        r"<td class=\"num\">1</td>\s*<td class=\"num wide\">1</td>(.*?)</tr>", html, flags=re.S
+    )
     assert source_row is not None
     assert source_row.group(1).count(f'title="{UNREPORTED_TITLE}">—</td>') == 2  # cache write, cache read
 

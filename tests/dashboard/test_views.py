@@ -107,7 +107,7 @@ def test_prompt_content_is_escaped_on_the_session_page(viewer_client: Client, tm
 
 def test_overview_counts_sessions_per_source(viewer_client: Client, tmp_path: Path) -> None:
     _ingest(tmp_path, "alpha-run", "beta-run")
-    response = viewer_client.get(reverse("dashboard:overview"))
+    response = viewer_client.get(reverse("dashboard:overview"), {"range": "all"})
     [(row, _)] = response.context["sources"]
     assert (row.source.name, row.sessions) == ("build-farm", 2)
     assert Source.objects.count() == 1

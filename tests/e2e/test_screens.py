@@ -121,9 +121,16 @@ def test_the_navigation_is_one_open_row_on_a_wide_screen(page: Any, main_pages: 
     visit(page, main_pages["overview"])
     expect(page.locator(".menu > summary")).to_be_hidden()
     nav = page.get_by_role("navigation", name="Main")
-    for name in ("Overview", "Sessions", "Requests", "Warnings", "Projections", "Ingest", "Admin"):
+    for name in ("Overview", "Sessions", "Requests", "Warnings", "Ingest", "Glossary"):
         expect(nav.get_by_role("link", name=name)).to_be_visible()
     expect(nav.get_by_role("link", name="Overview")).to_have_attribute("aria-current", "page")
+    # The maintainer's tools drop down from the Admin menu, apart from the operator's pages.
+    admin = page.get_by_role("navigation", name="Admin")
+    expect(nav.get_by_role("link", name="Projections")).to_have_count(0)
+    expect(admin.get_by_role("link", name="Projections")).to_be_hidden()
+    page.locator(".admin-menu > summary").click()
+    for name in ("Projections", "API tokens", "Prices", "Provider rules", "Users and groups"):
+        expect(admin.get_by_role("link", name=name)).to_be_visible()
 
 
 def test_the_dark_theme_follows_the_system_and_keeps_text_readable(

@@ -77,6 +77,10 @@ class Command(BaseCommand):
                 "job": job.pk,
                 "error_lines": [str(e) for e in summary.errors],
                 "notice_lines": [str(n) for n in summary.notices],
+                "stored_elsewhere": [
+                    {"session_id": external_id, "stored_as": pk, "source": name}
+                    for external_id, pk, name in summary.elsewhere
+                ],
             }
             self.stdout.write(json.dumps(result, indent=2))
         else:
@@ -97,6 +101,11 @@ class Command(BaseCommand):
                     f"{files.unchanged} files unchanged, {files.resumed} read from where the last ingest "
                     f"stopped, {files.whole} read whole ({files.rewritten} of them rewritten since)"
                 )
+            for external_id, pk, name in summary.elsewhere:
+                self.stdout.write(
+                    f"{external_id}: already stored under source {name} (session {pk}); not stored again. "
+                    f"An admin can move it on the page of ingest job {job.pk}."
+                )
             unchanged = summary.duplicates or (files is not None and files.unchanged)
             if not summary.events_added and not summary.requests_added and unchanged:
                 self.stdout.write("Nothing new: everything in these files was already stored.")
@@ -105,7 +114,7 @@ class Command(BaseCommand):
                     f"{len(summary.followups_pending)} sessions are stored, but their folds and analyses "
                     "could not be queued (the broker did not answer): ingest again once it is back."
                 )
-        if summary.errors and not summary.sessions:
+        if summary.errors and not summary.sessions and not summary.elsewhere:
             raise CommandError(f"no session could be read; {len(summary.errors)} errors")
 
     def _watch(self, paths: list[Path], options: dict[str, Any]) -> None:

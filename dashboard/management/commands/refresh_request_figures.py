@@ -2,7 +2,8 @@
 re-processed tokens and cost, and what each of its warnings puts at stake, after a price change or for
 analyses stored before those figures existed, so the requests list and the inbox sort on current
 figures; and each session's cost ledger where it has none or an out-of-date one (after the upgrade
-that brought ledgers), so no page has to make it on its first view."""
+that brought ledgers), so no page has to make it on its first view; and each session's cost column,
+which the sessions list sorts on."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from dashboard.analysis.request_figures import request_figures_refresh
 from dashboard.analysis.warnings import warning_stakes_refresh
 from dashboard.costs.pricing import prices_load
-from dashboard.costs.session_costs import ledgers_refresh
+from dashboard.costs.session_costs import ledgers_refresh, sessions_reprice
 from dashboard.models import SessionAnalysis
 
 SESSIONS_PER_BATCH = 200
@@ -40,7 +41,8 @@ class Command(BaseCommand):
             written += request_figures_refresh(session_ids=batch, prices=prices)
             staked += warning_stakes_refresh(session_ids=batch, prices=prices)
             ledgers += ledgers_refresh(session_ids=batch)
+        repriced = sessions_reprice(session_ids=options["session"] or None)
         self.stdout.write(
             f"{written} analysed requests and {staked} warnings in {len(ids)} sessions figured again; "
-            f"{ledgers} session cost ledgers made"
+            f"{ledgers} session cost ledgers made; {repriced} session costs changed"
         )

@@ -1,4 +1,4 @@
-"""``manage.py report --by session --json``: per-session token totals, for scripts and checks."""
+"""``manage.py report --by session --json``: per-session token totals and cost, for scripts and checks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dashboard.fleet.reports import session_report
 
 
 class Command(BaseCommand):
-    help = "Print token totals per session."
+    help = "Print token totals and the cost per session."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--by", choices=["session"], default="session")
@@ -25,16 +25,31 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(rows, indent=2))
             return
-        header = f"{'session':40} {'requests':>8} {'input':>10} {'output':>10} {'write':>10} {'read':>12}"
+        header = (
+            f"{'session':40} {'requests':>8} {'input':>10} {'output':>10} {'write':>10} {'read':>12} "
+            f"{'cost (USD)':>12}"
+        )
         self.stdout.write(header)
         for row in rows:
             self.stdout.write(
                 f"{row['session_id'][:40]:40} {row['requests']:>8} {row['input_tokens']:>10} "
                 f"{row['output_tokens']:>10} {_figure(row['cache_creation_tokens']):>10} "
-                f"{_figure(row['cache_read_tokens']):>12}"
+                f"{_figure(row['cache_read_tokens']):>12} {_cost(row):>12}"
             )
+        partial = sorted(
+            {model for row in rows if row["cost_usd"] is not None for model in row["unpriced_models"]}
+        )
+        if partial:
+            self.stdout.write(f"* partial: no price for {', '.join(partial)}")
 
 
 def _figure(value: int | None) -> str:
     """A sum, or "—" where no request reported it: unknown, not 0."""
     return "—" if value is None else str(value)
+
+
+def _cost(row: dict[str, Any]) -> str:
+    """The cost to the cent's hundredth, marked partial or named unpriced where a model has no price."""
+    if row["cost_usd"] is None:
+        return "no price"
+    return f"{row['cost_usd']:.4f}" + ("*" if row["unpriced_requests"] else "")

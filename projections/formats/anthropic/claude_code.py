@@ -30,6 +30,7 @@ from projections.formats.anthropic.claude_code_state import (
     transcript_state,
 )
 from projections.formats.anthropic.claude_code_transcript import Transcript
+from projections.formats.anthropic.transcript_title import TranscriptTitle
 from projections.formats.reading.lines import LogLines
 from projections.formats.reading.resume import (
     CannotResume,
@@ -176,6 +177,7 @@ def _items(
 ) -> Iterator[SessionItem]:
     """The items of a transcript's own session (its inline sidechain lines left out), from ``start``."""
     transcript = Transcript(str(path), lineage, session)
+    title = TranscriptTitle()
     if start is not None:
         transcript_restore(transcript, start.state["transcript"])
     stop: ResumePoint | None = None
@@ -195,10 +197,14 @@ def _items(
             if value is not None and (
                 lineage in ("subagent", "compaction") or value.get("isSidechain") is not True
             ):
+                title.feed(value)
                 yield from transcript.feed(value, line.number)
         session.crash_tail = log.crash_tail
         if end is not None and stop is None:
             stop = _stop(log, transcript, session)
+    # Read from where an earlier read stopped, the first prompt here is not the session's first: only
+    # a name the user or the summariser gave counts.
+    session.title = (title.title if start is None else title.named) or session.title
     yield from transcript.finish(growing=end is not None)
     if end is not None:
         end.point = stop
@@ -252,6 +258,7 @@ def _decode(chunks: list[bytes]) -> Iterator[dict[str, JSON]]:
 
 def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]]) -> Iterator[SessionItem]:
     transcript = Transcript(str(path), "subagent", session)
+    title = TranscriptTitle()
     with LogLines(path) as log:
         for offset, number in places:
             raw = log.line_at(offset)
@@ -261,5 +268,7 @@ def _items_at(path: Path, session: SessionImport, places: list[tuple[int, int]])
                 continue
             if session.started_at is None:
                 session.started_at = optional_time(value.get("timestamp"))
+            title.feed(value)
             yield from transcript.feed(value, number)
+    session.title = title.title or session.title
     yield from transcript.finish()

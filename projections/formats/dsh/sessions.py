@@ -23,6 +23,7 @@ from projections.formats.reading.resume import (
     ResumePoint,
 )
 from projections.formats.reading.times import parse_time
+from projections.formats.reading.titles import blocks_text, first_title, one_line, prompt_title
 from projections.normalized import JSON, EventRecord, FormatError, LineError, SessionImport, SessionItem
 from projections.wall_clock import is_wall_clock
 
@@ -158,6 +159,7 @@ def _session_items(
     name = str(path)
     reading = EventOrder(SeqOrder(name))
     calls = DshCalls(name, session.lineage)
+    named = prompt = other = ""
     if start is not None:
         reading.restore(start.state, session, calls)
     stop: ResumePoint | None = None
@@ -182,7 +184,14 @@ def _session_items(
                 yield LineError(name, line.number, bad.field, bad.reason)
                 continue
             for event in events:
-                yield from reading.check(event, session, calls)
+                for item in reading.check(event, session, calls):
+                    if item is event:
+                        if event.type == "session/title":
+                            named = _event_title(event) or named
+                        elif event.type == "user/message" and not prompt:
+                            prompt = _typed_prompt(event)
+                            other = other or _message_title(event)
+                    yield item
         session.crash_tail = log.crash_tail
         if end is not None and stop is None:
             stop = ResumePoint(log.consumed, log.consumed_lines, reading.state(session, calls))
@@ -191,6 +200,29 @@ def _session_items(
         yield gaps
     if end is not None:
         end.point = stop
+    # The harness names a session with session/title events (the newest wins; its own fallback is
+    # the first prompt); a header's title, then the first prompt, for a log without one, and last
+    # the first message of any other kind (a goal's round states its objective). Read from where an
+    # earlier read stopped, only a session/title event names it: the first prompt here is not the
+    # session's first.
+    session.title = first_title([named, session.title, prompt, other] if start is None else [named])
+
+
+def _event_title(event: EventRecord) -> str:
+    title = event.data.get("title")
+    return one_line(title) if isinstance(title, str) else ""
+
+
+def _typed_prompt(event: EventRecord) -> str:
+    """The title a ``user/message`` gives, if the user typed it (not a compaction checkpoint)."""
+    source = event.data.get("source")
+    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+        return ""
+    return _message_title(event)
+
+
+def _message_title(event: EventRecord) -> str:
+    return prompt_title(blocks_text(event.data.get("content")))
 
 
 def _int(value: JSON, field: str) -> int:

@@ -22,6 +22,7 @@ from projections.formats.openai.codex_items import (
 from projections.formats.openai.codex_tokens import TokenCounter, TokenCountError
 from projections.formats.reading.event_sequence import EventSequence
 from projections.formats.reading.times import parse_time
+from projections.formats.reading.titles import blocks_text, prompt_title
 from projections.normalized import (
     JSON,
     EventRecord,
@@ -173,6 +174,10 @@ class RolloutReader(EventSequence):
         if not injected:
             self.turn += 1
             self.step = 0
+            first = self.turn == 1  # the turn count goes on across a resumed read; a title does not
+            if first and not self.session.title and not self.inherited and item.get("role") == "user":
+                # Titled as the CLI's resume picker shows it: by the first prompt the user typed.
+                self.session.title = prompt_title(blocks_text(message_blocks(item)))
         source: dict[str, JSON] = {"kind": "user", "meta": True} if injected else {"kind": "user"}
         data: dict[str, JSON] = {
             "id": f"line-{number}",
