@@ -15,6 +15,8 @@ from dashboard.breakdown_chart import session_breakdown_chart
 from dashboard.listing import SessionFilters, keyset_page
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
 from dashboard.money import usd
+from dashboard.savings.refresh import session_savings
+from dashboard.savings.shown import fix_panel, session_miss_cost
 from dashboard.services.breakdown_series import (
     SERIES_CACHE_SECONDS,
     BreakdownSeries,
@@ -88,6 +90,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         **host_notes_context(session, request.GET),
         **session_analysis_context(session),
         **session_breakdown_context(session),
+        "miss_cost": session_miss_cost(session),
+        "fixes": fix_panel(session_savings(session=session)),
     }
     return render(request, "dashboard/session_detail.html", context)
 

@@ -1,0 +1,114 @@
+"""What the pages show of the stored what-if figures: a session's "What would fix this" panel and
+the money a range of requests lost to misses.
+
+Read from :class:`~dashboard.models.SessionSavings` and ``RequestAnalysis.miss_cost`` alone, so a
+page view sums stored columns and never replays a session the figures of which are current.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Count, Q, QuerySet, Sum
+
+from dashboard.models import RequestAnalysis, Session, SessionSavings
+from projections.cache.whatif.scenarios import BEST
+
+AS_RECORDED = "as-recorded"
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioShown:
+    """One scenario as the panel lists it."""
+
+    scenario: str
+    supported: bool
+    reason: str
+    change: str
+    saving: Decimal | None
+    share: float | None
+    """The saving as a share of the session's recorded cost."""
+    touched: int | None
+    requests: int
+    combination: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FixPanel:
+    """A session's scenarios: those the data supports, the most saved first, then the others with
+    why they cannot be priced; ``error`` when the session has no figures at all."""
+
+    supported: list[ScenarioShown]
+    unsupported: list[ScenarioShown]
+    recorded_cost: Decimal | None
+    error: str
+
+
+def fix_panel(savings: SessionSavings) -> FixPanel:
+    """The panel of a session's stored figures (``SessionSavings.results``)."""
+    shown = [_scenario(result) for result in savings.results if result.get("scenario") != AS_RECORDED]
+    supported = sorted(
+        (s for s in shown if s.supported and s.saving is not None),
+        key=lambda s: (-(s.saving or 0), s.scenario != BEST, s.scenario),
+    )
+    return FixPanel(
+        supported=supported,
+        unsupported=[s for s in shown if s not in supported],
+        recorded_cost=savings.recorded_cost,
+        error=savings.error,
+    )
+
+
+def _scenario(result: dict[str, object]) -> ScenarioShown:
+    saving = result.get("saving_usd")
+    share = result.get("saving_share")
+    touched = result.get("touched_requests")
+    requests = result.get("requests")
+    combination = result.get("combination")
+    return ScenarioShown(
+        scenario=str(result.get("scenario", "")),
+        supported=bool(result.get("supported")),
+        reason=str(result.get("reason") or ""),
+        change=str(result.get("change") or ""),
+        # Through str: the stored JSON number is the engine's eight-place figure, not a binary float's.
+        saving=None if saving is None else Decimal(str(saving)),
+        share=None if not isinstance(share, int | float) else float(share),
+        touched=touched if isinstance(touched, int) else None,
+        requests=requests if isinstance(requests, int) else 0,
+        combination=tuple(str(name) for name in combination) if isinstance(combination, list) else (),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MissCost:
+    """What a set of requests paid for their misses, and how many missed (a miss cost above 0)."""
+
+    total: Decimal | None
+    """None when no request of the set has a priced analysis."""
+    missed: int
+    priced: int
+
+
+def miss_cost_of(analyses: QuerySet[RequestAnalysis]) -> MissCost:
+    """The sum of ``miss_cost`` over ``analyses``, in one query."""
+    figures = analyses.aggregate(
+        total=Sum("miss_cost"),
+        missed=Count("pk", filter=Q(miss_cost__gt=0)),
+        priced=Count("miss_cost"),
+    )
+    return MissCost(total=figures["total"], missed=figures["missed"], priced=figures["priced"])
+
+
+def session_miss_cost(session: Session) -> MissCost:
+    """What the session's requests paid for their misses."""
+    return miss_cost_of(RequestAnalysis.objects.filter(session=session))
+
+
+def best_saving_of(sessions: QuerySet[Session]) -> Decimal | None:
+    """What the best combination of fixes would save over ``sessions``, from their stored figures;
+    None when none of them has any."""
+    total: Decimal | None = SessionSavings.objects.filter(session__in=sessions).aggregate(
+        total=Sum("best_saving")
+    )["total"]
+    return total

@@ -1,0 +1,100 @@
+"""The pages that show what the misses cost and what a fix would save: the session's "What would
+fix this" panel, the request page's cost and miss cost, the overview's KPIs, the inbox's misses and
+the savings page; and that they agree on one miss."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db.models import Sum
+from django.test import Client
+
+from dashboard.models import RequestAnalysis, Session, SessionSavings
+from dashboard.money import usd
+from dashboard.services.ingest import ingest_paths
+from tests.dashboard.logs import capture_line, write_jsonl
+from tests.projections.cache.whatif.sessions import clock_session, idle_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ingested(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Callable[..., Session]:
+    """Ingest a hand-built session with its follow-ups (analysis, what-if) run, as a worker would."""
+
+    def ingest(name: str = "clock") -> Session:
+        records = clock_session() if name == "clock" else idle_session()
+        path = write_jsonl(tmp_path / f"{name}.jsonl", [capture_line(r) for r in records])
+        with django_capture_on_commit_callbacks(execute=True):
+            summary = ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture")
+        assert not summary.errors, summary.errors
+        return Session.objects.get(external_id=name)
+
+    return ingest
+
+
+def section(html: str, element_id: str) -> str:
+    """The HTML of the element with ``element_id`` up to the end of its section."""
+    return html.split(f'id="{element_id}"', 1)[1].split("</section>", 1)[0]
+
+
+def miss_total(session: Session) -> Decimal:
+    total = RequestAnalysis.objects.filter(session=session).aggregate(total=Sum("miss_cost"))["total"]
+    assert total is not None
+    assert total > 0
+    return Decimal(total)
+
+
+# --- the session page ----------------------------------------------------------------------------
+
+
+def test_the_session_panel_ranks_the_scenarios_by_what_they_would_save(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    kept = SessionSavings.objects.get(session=session)
+
+    panel = section(viewer_client.get(session.get_absolute_url()).content.decode(), "session-fixes")
+
+    ranked = re.findall(r'<tr data-scenario="([^"]+)">', panel)
+    savings = {r["scenario"]: r["saving_usd"] for r in kept.results if r["supported"]}
+    assert ranked[0] in {"best", "stable-prefix"}
+    assert [savings[name] for name in ranked] == sorted((savings[name] for name in ranked), reverse=True)
+    assert "as-recorded" not in ranked
+    stable = panel.split('<tr data-scenario="stable-prefix">', 1)[1].split("</tr>", 1)[0]
+    assert usd(kept.best_saving) in stable
+    stable_result = next(r for r in kept.results if r["scenario"] == "stable-prefix")
+    assert f"{stable_result['touched_requests']} of {stable_result['requests']}" in stable
+    assert stable_result["change"].split()[0] in stable
+
+
+def test_the_session_panel_gives_the_reason_of_each_scenario_it_cannot_price(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    unsupported = [r for r in SessionSavings.objects.get(session=session).results if not r["supported"]]
+    assert unsupported  # an Anthropic session has no prompt_cache_key to make stable
+
+    panel = section(viewer_client.get(session.get_absolute_url()).content.decode(), "session-fixes")
+
+    for result in unsupported:
+        item = panel.split(f'<li data-scenario="{result["scenario"]}">', 1)[1].split("</li>", 1)[0]
+        assert result["reason"][:40].replace("'", "&#x27;") in item
+
+
+def test_the_session_page_names_what_the_misses_cost_and_none_of_the_near_synonyms(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+
+    html = viewer_client.get(session.get_absolute_url()).content.decode()
+
+    figure = html.split('id="session-miss-cost"', 1)[1].split("</div>", 1)[0]
+    assert f">{usd(miss_total(session))}</span>" in figure
+    for synonym in ("Wasted cache writes", "Re-written", "Re-processed"):
+        assert synonym not in html
