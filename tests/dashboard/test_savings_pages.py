@@ -98,3 +98,38 @@ def test_the_session_page_names_what_the_misses_cost_and_none_of_the_near_synony
     assert f">{usd(miss_total(session))}</span>" in figure
     for synonym in ("Wasted cache writes", "Re-written", "Re-processed"):
         assert synonym not in html
+
+
+# --- the request page ----------------------------------------------------------------------------
+
+
+def test_the_request_page_shows_its_cost_and_miss_cost_from_its_stored_analysis(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    analysis = (
+        RequestAnalysis.objects.filter(session=session, miss_cost__gt=0).select_related("request").first()
+    )
+    assert analysis is not None
+
+    html = viewer_client.get(analysis.request.get_absolute_url()).content.decode()
+
+    cost = html.split('id="request-cost"', 1)[1].split("</div>", 1)[0]
+    miss = html.split('id="request-miss-cost"', 1)[1].split("</div>", 1)[0]
+    assert f">{usd(analysis.cost)}</span>" in cost
+    assert f">{usd(analysis.miss_cost)}</span>" in miss
+    assert f'href="{session.get_absolute_url()}#session-fixes"' in html
+
+
+def test_a_request_not_yet_analysed_shows_no_cost_rather_than_0(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    call = session.requests.order_by("ordinal").first()
+    assert call is not None
+    RequestAnalysis.objects.filter(request=call).delete()
+
+    html = viewer_client.get(call.get_absolute_url()).content.decode()
+
+    miss = html.split('id="request-miss-cost"', 1)[1].split("</div>", 1)[0]
+    assert 'title="not analysed yet">—</span>' in miss
