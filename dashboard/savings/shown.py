@@ -13,6 +13,9 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet, Sum
 
 from dashboard.models import RequestAnalysis, Session, SessionSavings
+from dashboard.services.fleet_cache import in_window
+from dashboard.services.fleet_usage import active_sessions
+from dashboard.time_range import TimeWindow, range_limited
 from projections.cache.whatif.scenarios import BEST
 
 AS_RECORDED = "as-recorded"
@@ -112,3 +115,29 @@ def best_saving_of(sessions: QuerySet[Session]) -> Decimal | None:
         total=Sum("best_saving")
     )["total"]
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class RangeMoney:
+    """The overview's two money KPIs over a time range."""
+
+    lost: MissCost
+    """What the requests that started in the range paid for their misses."""
+    best_saving: Decimal | None
+    """What the best fix would save on the sessions active in the range: a saving is figured
+    per session, so a session counts whole when any of it falls in the range."""
+
+
+def misses_in_range(window: TimeWindow | None) -> QuerySet[RequestAnalysis]:
+    """The analyses of the requests that started in the window (all of them over "all")."""
+    analyses = RequestAnalysis.objects.all()
+    if not range_limited(window):
+        return analyses
+    return in_window(analyses, window, "request__started_at")
+
+
+def range_money(window: TimeWindow | None) -> RangeMoney:
+    """What misses cost and what the best fix would save over the window; two queries."""
+    return RangeMoney(
+        lost=miss_cost_of(misses_in_range(window)), best_saving=best_saving_of(active_sessions(window))
+    )

@@ -9,6 +9,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import IngestJob
 from dashboard.money import usd
+from dashboard.savings.shown import range_money
 from dashboard.services.fleet_cache import (
     fleet_cache_context,
     top_wasted_writes,
@@ -60,6 +61,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         # Appended to the links to the sessions list, which then lists the sessions the rows count.
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
+        "money": range_money(window) if window is not None else None,
         "sources": [(row, usd(row.cost)) for row in sources],
         # The sessions active in the range: a limited range leaves out those last active before it.
         "recent_sessions": active_sessions(window).select_related("source")[:8],

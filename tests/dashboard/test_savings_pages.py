@@ -133,3 +133,32 @@ def test_a_request_not_yet_analysed_shows_no_cost_rather_than_0(
 
     miss = html.split('id="request-miss-cost"', 1)[1].split("</div>", 1)[0]
     assert 'title="not analysed yet">—</span>' in miss
+
+
+# --- the overview --------------------------------------------------------------------------------
+
+
+def kpi(html: str, element_id: str) -> str:
+    """The shown value of the overview's figure ``element_id``."""
+    figure = html.split(f'id="{element_id}"', 1)[1].split("</div>", 1)[0]
+    return re.sub(r"<[^>]+>", "", figure.split('class="value"', 1)[1].split(">", 1)[1])
+
+
+def test_the_overview_shows_what_misses_cost_and_what_the_best_fix_would_save_in_the_range(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    lost = miss_total(clock) + miss_total(idle)
+    best = sum(SessionSavings.objects.get(session=s).best_saving or 0 for s in (clock, idle))
+
+    for chosen in ("30d", "all"):
+        html = viewer_client.get("/", {"range": chosen}).content.decode()
+        assert kpi(html, "kpi-lost") == usd(lost)
+        assert kpi(html, "kpi-best-fix") == usd(best)
+
+
+def test_the_overview_of_an_empty_fleet_shows_its_money_as_unknown(viewer_client: Client) -> None:
+    html = viewer_client.get("/").content.decode()
+
+    assert kpi(html, "kpi-lost") == "—"
+    assert kpi(html, "kpi-best-fix") == "—"
