@@ -141,3 +141,28 @@ def range_money(window: TimeWindow | None) -> RangeMoney:
     return RangeMoney(
         lost=miss_cost_of(misses_in_range(window)), best_saving=best_saving_of(active_sessions(window))
     )
+
+
+MISSES_SHOWN = 20
+
+
+def costliest_misses(
+    *, source: str = "", session_id: int | None = None, limit: int = MISSES_SHOWN
+) -> QuerySet[RequestAnalysis]:
+    """The ``limit`` analysed requests whose misses cost most, most first, of one source or session
+    when given; each with its request, session and source read along. One query, off the index
+    on ``miss_cost``."""
+    misses = RequestAnalysis.objects.filter(miss_cost__gt=0)
+    if source:
+        misses = misses.filter(session__source__name=source)
+    if session_id is not None:
+        misses = misses.filter(session_id=session_id)
+    # The analysis document and the request's body are the bulk of each row and not shown.
+    return (
+        misses.select_related("request", "session", "session__source")
+        .defer("data", *(f"request__{name}" for name in _REQUEST_FIELDS_SKIPPED))
+        .order_by("-miss_cost", "-request_id")[:limit]
+    )
+
+
+_REQUEST_FIELDS_SKIPPED = ("params", "units", "markers", "render_warnings", "usage_raw")

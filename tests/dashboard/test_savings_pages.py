@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db.models import Sum
 from django.test import Client
+from django.urls import reverse
 
 from dashboard.models import RequestAnalysis, Session, SessionSavings
 from dashboard.money import usd
@@ -162,3 +163,40 @@ def test_the_overview_of_an_empty_fleet_shows_its_money_as_unknown(viewer_client
 
     assert kpi(html, "kpi-lost") == "—"
     assert kpi(html, "kpi-best-fix") == "—"
+
+
+# --- the warnings inbox --------------------------------------------------------------------------
+
+
+def test_the_inbox_ranks_the_misses_by_what_they_cost_beside_the_self_checks(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    expected = list(
+        RequestAnalysis.objects.filter(miss_cost__gt=0)
+        .order_by("-miss_cost", "-request_id")
+        .values_list("request_id", "miss_cost")
+    )
+    assert {clock.pk, idle.pk} == set(
+        RequestAnalysis.objects.filter(miss_cost__gt=0).values_list("session_id", flat=True)
+    )
+
+    html = viewer_client.get(reverse("dashboard:warnings")).content.decode()
+
+    misses = section(html, "inbox-misses")
+    rows = re.findall(r'<tr data-request="(\d+)">(.*?)</tr>', misses, flags=re.S)
+    assert [int(pk) for pk, _ in rows] == [pk for pk, _ in expected]
+    assert [re.findall(r'<td class="num">([^<]*)</td>', row)[-1] for _, row in rows] == [
+        usd(cost) for _, cost in expected
+    ]
+    assert 'id="warning-groups"' in html
+
+
+def test_the_inbox_lists_only_the_misses_of_the_source_filtered(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    ingested("clock")
+
+    html = viewer_client.get(reverse("dashboard:warnings"), {"source": "elsewhere"}).content.decode()
+
+    assert 'id="inbox-misses"' not in html
