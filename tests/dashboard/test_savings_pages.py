@@ -4,6 +4,7 @@ the savings page; and that they agree on one miss."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from decimal import Decimal
@@ -15,7 +16,7 @@ from django.db.models import Sum
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.models import RequestAnalysis, Session, SessionSavings
+from dashboard.models import RequestAnalysis, ScenarioSaving, Session, SessionSavings
 from dashboard.money import usd
 from dashboard.services.ingest import ingest_paths
 from tests.dashboard.logs import capture_line, write_jsonl
@@ -200,3 +201,91 @@ def test_the_inbox_lists_only_the_misses_of_the_source_filtered(
     html = viewer_client.get(reverse("dashboard:warnings"), {"source": "elsewhere"}).content.decode()
 
     assert 'id="inbox-misses"' not in html
+
+
+# --- the savings page ----------------------------------------------------------------------------
+
+
+def test_the_savings_page_ranks_causes_models_and_sources_by_what_the_best_fix_would_save(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    rows = ScenarioSaving.objects.filter(scenario="best")
+
+    html = viewer_client.get(reverse("dashboard:savings"), {"range": "all"}).content.decode()
+
+    causes = section(html, "savings-cause")
+    shown = re.findall(r'<tr data-name="([^"]*)">', causes)
+    by_cause = {c: Decimal(0) for c in shown}
+    for cause, saving in rows.values_list("cause", "saving"):
+        by_cause[cause] += saving
+    assert shown == sorted(by_cause, key=lambda c: (-by_cause[c], c))
+    source = section(html, "savings-source")
+    assert '<tr data-name="laptop">' in source
+    total = sum(SessionSavings.objects.get(session=s).best_saving or 0 for s in (clock, idle))
+    assert f'<td class="num">{usd(total)}</td></tr>' in source
+    assert 'data-name="claude-sonnet-4-5-20250929"' in section(html, "savings-model")
+    assert "savings-client_version" in html
+
+
+def test_a_savings_row_drills_down_to_the_sessions_behind_it(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    cause = "prefix-changed@system"
+    behind = {r.session_id for r in ScenarioSaving.objects.filter(scenario="best", cause=cause, saving__gt=0)}
+    assert behind == {clock.pk}
+
+    html = viewer_client.get(
+        reverse("dashboard:savings"), {"range": "all", "by": "cause", "name": cause}
+    ).content.decode()
+
+    drilled = section(html, "savings-sessions")
+    assert [int(pk) for pk in re.findall(r'<tr data-session="(\d+)">', drilled)] == [clock.pk]
+    assert f'href="{clock.get_absolute_url()}#session-fixes"' in drilled
+    assert idle.pk not in behind
+
+
+def test_the_savings_export_gives_the_rankings_as_csv_and_json(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    url = reverse("dashboard:savings_export", args=["json"])
+
+    rows = json.loads(b"".join(viewer_client.get(url, {"range": "all"}).streaming_content))
+    csv_text = b"".join(
+        viewer_client.get(
+            reverse("dashboard:savings_export", args=["csv"]), {"range": "all"}
+        ).streaming_content
+    ).decode()
+
+    source = next(row for row in rows if row["by"] == "source")
+    assert (source["name"], source["scenario"], source["sessions"]) == ("laptop", "best", 1)
+    assert Decimal(source["saving_usd"]) == SessionSavings.objects.get(session=session).best_saving
+    assert {row["by"] for row in rows} == {"source", "client_version", "model", "cause"}
+    assert csv_text.splitlines()[0] == "by,name,scenario,sessions,requests,recorded_cost_usd,saving_usd"
+    assert len(csv_text.splitlines()) == len(rows) + 1
+
+
+def test_the_savings_page_names_an_unknown_scenario_and_shows_the_best(viewer_client: Client) -> None:
+    response = viewer_client.get(reverse("dashboard:savings"), {"scenario": "faster"})
+
+    assert response.status_code == 400
+    assert "no scenario &#x27;faster&#x27;" in response.content.decode()
+    assert response.context["query"].scenario == "best"
+    assert (
+        viewer_client.get(reverse("dashboard:savings_export", args=["csv"]), {"by": "x"}).status_code == 400
+    )
+
+
+def test_the_savings_page_and_its_export_need_a_login(client: Client) -> None:
+    for url in (reverse("dashboard:savings"), reverse("dashboard:savings_export", args=["json"])):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith(reverse("login"))
+
+
+def test_the_navigation_links_the_savings_page(viewer_client: Client) -> None:
+    html = viewer_client.get(reverse("dashboard:savings")).content.decode()
+
+    assert f'<a href="{reverse("dashboard:savings")}" aria-current="page">Savings</a>' in html
