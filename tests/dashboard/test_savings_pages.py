@@ -289,3 +289,33 @@ def test_the_navigation_links_the_savings_page(viewer_client: Client) -> None:
     html = viewer_client.get(reverse("dashboard:savings")).content.decode()
 
     assert f'<a href="{reverse("dashboard:savings")}" aria-current="page">Savings</a>' in html
+
+
+# --- one miss, one figure ------------------------------------------------------------------------
+
+
+def test_the_money_figures_agree_on_one_miss_across_request_session_inbox_and_overview(
+    tmp_path: Path, django_capture_on_commit_callbacks: Any, viewer_client: Client
+) -> None:
+    # Three requests a minute apart, then one after ten minutes idle: its 5-minute entry expired,
+    # so it writes again at 1.25x what it would have read at 0.1x. That one miss is the fleet's.
+    records = idle_session()[:4]
+    path = write_jsonl(tmp_path / "idle.jsonl", [capture_line(r) for r in records])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert not ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture").errors
+    session = Session.objects.get(external_id="idle")
+    (miss,) = RequestAnalysis.objects.filter(miss_cost__gt=0).select_related("request")
+    # By the rules: request 3's 10,100 cached tokens written again at $3.75 a million, not read at $0.30.
+    assert miss.miss_cost == Decimal(10_100) * (Decimal("3.75") - Decimal("0.30")) / 1_000_000
+    shown = usd(miss.miss_cost)
+
+    request_page = viewer_client.get(miss.request.get_absolute_url()).content.decode()
+    session_page = viewer_client.get(session.get_absolute_url()).content.decode()
+    inbox = viewer_client.get(reverse("dashboard:warnings")).content.decode()
+    overview = viewer_client.get("/", {"range": "all"}).content.decode()
+
+    assert kpi(request_page, "request-miss-cost") == shown
+    assert kpi(session_page, "session-miss-cost") == shown
+    inbox_row = section(inbox, "inbox-misses").split(f'<tr data-request="{miss.request_id}">', 1)[1]
+    assert re.findall(r'<td class="num">([^<]*)</td>', inbox_row.split("</tr>", 1)[0])[-1] == shown
+    assert kpi(overview, "kpi-lost") == shown
