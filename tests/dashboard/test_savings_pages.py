@@ -223,7 +223,7 @@ def test_the_savings_page_ranks_causes_models_and_sources_by_what_the_best_fix_w
     source = section(html, "savings-source")
     assert '<tr data-name="laptop">' in source
     total = sum(SessionSavings.objects.get(session=s).best_saving or 0 for s in (clock, idle))
-    assert f'<td class="num">{usd(total)}</td></tr>' in source
+    assert f'<td class="num">{usd(total)}</td>' in source.split('<tr data-name="laptop">', 1)[1]
     assert 'data-name="claude-sonnet-4-5-20250929"' in section(html, "savings-model")
     assert "savings-client_version" in html
 
@@ -319,3 +319,11 @@ def test_the_money_figures_agree_on_one_miss_across_request_session_inbox_and_ov
     inbox_row = section(inbox, "inbox-misses").split(f'<tr data-request="{miss.request_id}">', 1)[1]
     assert re.findall(r'<td class="num">([^<]*)</td>', inbox_row.split("</tr>", 1)[0])[-1] == shown
     assert kpi(overview, "kpi-lost") == shown
+
+
+def test_a_saving_that_costs_more_reads_as_minus_dollars() -> None:
+    assert (usd(Decimal("-0.272")), usd(Decimal("0.272")), usd(Decimal("-12.5"))) == (
+        "-$0.272",
+        "$0.272",
+        "-$12.50",
+    )
