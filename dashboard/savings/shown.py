@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from dashboard.models import RequestAnalysis, Session, SessionSavings
+from dashboard.models import RequestAnalysis, ScenarioSaving, Session, SessionSavings
 from dashboard.services.fleet_cache import in_window
 from dashboard.services.fleet_usage import active_sessions
 from dashboard.time_range import TimeWindow, range_limited
@@ -35,6 +35,22 @@ class ScenarioShown:
     touched: int | None
     requests: int
     combination: tuple[str, ...]
+    touched_by_cause: tuple[TouchedCause, ...] = ()
+    """The requests it sends otherwise, by their recorded miss cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class TouchedCause:
+    """Requests of one recorded miss cause that a scenario sends otherwise."""
+
+    cause: str
+    """The recorded miss label up to its position (``prefix-changed@system``); empty: no miss."""
+    requests: int
+
+    @property
+    def label(self) -> str:
+        """The label without its position, as the requests list filters by it."""
+        return self.cause.split("@", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +65,14 @@ class FixPanel:
 
 
 def fix_panel(savings: SessionSavings) -> FixPanel:
-    """The panel of a session's stored figures (``SessionSavings.results``)."""
-    shown = [_scenario(result) for result in savings.results if result.get("scenario") != AS_RECORDED]
+    """The panel of a session's stored figures (``SessionSavings.results``), each scenario with the
+    requests it touches by recorded miss cause (one query of its ``ScenarioSaving`` rows)."""
+    touched = _touched_by_cause(savings.session_id)
+    shown = [
+        _scenario(result, touched.get(str(result.get("scenario")), ()))
+        for result in savings.results
+        if result.get("scenario") != AS_RECORDED
+    ]
     supported = sorted(
         (s for s in shown if s.supported and s.saving is not None),
         key=lambda s: (-(s.saving or 0), s.scenario != BEST, s.scenario),
@@ -63,7 +85,20 @@ def fix_panel(savings: SessionSavings) -> FixPanel:
     )
 
 
-def _scenario(result: dict[str, object]) -> ScenarioShown:
+def _touched_by_cause(session_id: int) -> dict[str, tuple[TouchedCause, ...]]:
+    rows = (
+        ScenarioSaving.objects.filter(session_id=session_id, touched__gt=0)
+        .values("scenario", "cause")
+        .annotate(count=Sum("touched"))
+        .order_by("scenario", "-count", "cause")
+    )
+    found: dict[str, list[TouchedCause]] = {}
+    for row in rows:
+        found.setdefault(row["scenario"], []).append(TouchedCause(cause=row["cause"], requests=row["count"]))
+    return {scenario: tuple(causes) for scenario, causes in found.items()}
+
+
+def _scenario(result: dict[str, object], by_cause: tuple[TouchedCause, ...]) -> ScenarioShown:
     saving = result.get("saving_usd")
     share = result.get("saving_share")
     touched = result.get("touched_requests")
@@ -80,6 +115,7 @@ def _scenario(result: dict[str, object]) -> ScenarioShown:
         touched=touched if isinstance(touched, int) else None,
         requests=requests if isinstance(requests, int) else 0,
         combination=tuple(str(name) for name in combination) if isinstance(combination, list) else (),
+        touched_by_cause=by_cause,
     )
 
 

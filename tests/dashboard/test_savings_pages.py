@@ -75,6 +75,24 @@ def test_the_session_panel_ranks_the_scenarios_by_what_they_would_save(
     assert stable_result["change"].split()[0] in stable
 
 
+def test_the_session_panel_links_the_requests_a_scenario_touches_by_their_miss_cause(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    touched = ScenarioSaving.objects.get(
+        session=session, scenario="stable-prefix", cause="prefix-changed@system"
+    )
+    assert touched.touched > 0
+
+    panel = section(viewer_client.get(session.get_absolute_url()).content.decode(), "session-fixes")
+
+    stable = panel.split('<tr data-scenario="stable-prefix">', 1)[1].split("</tr>", 1)[0]
+    link = re.search(r'href="([^"]+)"[^>]*>' + str(touched.touched) + r" prefix-changed@system</a>", stable)
+    assert link is not None
+    listed = viewer_client.get(link.group(1).replace("&amp;", "&")).context["page"].paginator.count
+    assert listed == touched.touched
+
+
 def test_the_session_panel_gives_the_reason_of_each_scenario_it_cannot_price(
     ingested: Callable[..., Session], viewer_client: Client
 ) -> None:
