@@ -58,6 +58,8 @@ dashboard_patterns = [
         name="alert_acknowledge",
     ),
     path("alerts/<int:alert_id>/mute/", view("alerts.views.alert_mute_view"), name="alert_mute"),
+    path("savings/", view("savings.views.savings"), name="savings"),
+    path("savings/export.<str:fmt>", view("savings.views.savings_export"), name="savings_export"),
     path("glossary/", view("web.glossary_page.glossary"), name="glossary"),
     path("projections/", view("refold.views.projection_list"), name="projections"),
     path("projections/runs/<int:run_id>/", view("refold.views.fold_run"), name="fold_run"),

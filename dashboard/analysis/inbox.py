@@ -17,6 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from dashboard.models import Session, Source, Warning, WarningGroup
 from dashboard.models.warnings import Severity, kinds_of_severity, severity_of
+from dashboard.savings.shown import costliest_misses
 from dashboard.web.htmx import HtmxHttpRequest
 from dashboard.web.money import usd
 from dashboard.web.query_params import choice_param, id_param, report_ignored, text_param
@@ -95,6 +96,8 @@ def inbox_page(params: QueryDict, errors: dict[str, str]) -> dict[str, Any]:
         "sources": Source.objects.order_by("name").values_list("name", flat=True),
         "session_filter": next((g.session for g in groups_shown if g.session.pk == session_id), None),
         "session_id": session_id,
+        # Beside the self-checks: the misses, which cost the most, from each request's stored miss cost.
+        "misses": costliest_misses(source=source, session_id=session_id) if not (kind or severity) else [],
     }
 
 

@@ -23,6 +23,7 @@ from dashboard.fleet.usage import (
     span_params,
 )
 from dashboard.models import IngestJob
+from dashboard.savings.shown import range_money
 from dashboard.web.htmx import HtmxHttpRequest
 from dashboard.web.money import usd
 from dashboard.web.time_range import RANGE_LABELS, RANGES, range_name
@@ -66,6 +67,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "window_query": urlencode(span_params(window.start, window.end)) if window is not None else "",
         "totals": totals,
         "fleet_cost": fleet_cost,
+        "money": range_money(window) if window is not None else None,
         "sources": [(row, usd(row.cost)) for row in sources],
         # The sessions active in the range: a limited range leaves out those last active before it.
         "recent_sessions": active_sessions(window).select_related("source")[:8],

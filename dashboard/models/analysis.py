@@ -115,6 +115,8 @@ class RequestAnalysis(models.Model):
             # the request breaking ties (dashboard.requests.listing).
             models.Index(fields=["wasted_tokens", "request"], name="analysis_wasted_request"),
             models.Index(fields=["cost", "request"], name="analysis_cost_request"),
+            # The inbox lists the costliest misses first, read off this index.
+            models.Index(fields=["miss_cost", "request"], name="analysis_miss_cost_request"),
         ]
 
     def __str__(self) -> str:

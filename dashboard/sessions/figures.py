@@ -55,9 +55,8 @@ class SessionFigures:
 class CostliestMiss:
     """The session's material miss that cost the most, for the page to lead to it.
 
-    Ranked by the request's cost, the figure every analysis stores; the what-if's miss cost (what
-    the request paid beyond the read price for tokens its predecessor had cached) is the better
-    rank once it is stored, and belongs in :func:`costliest_miss` alone.
+    Ranked by its miss cost (what the request paid beyond a full hit, :mod:`projections.money`),
+    then by its cost for analyses stored before miss costs were.
     """
 
     url: str
@@ -68,14 +67,17 @@ class CostliestMiss:
 
 
 def costliest_miss(session: Session) -> CostliestMiss | None:
-    """The material miss of ``session`` with the highest cost (the most re-processed tokens among
-    unpriced ones); one query."""
+    """The material miss of ``session`` with the highest miss cost (then cost, then the most
+    re-processed tokens among unpriced ones); one query."""
     miss = (
         RequestAnalysis.objects.filter(session=session)
         .material_misses()
         .select_related("request")
         .order_by(
-            F("cost").desc(nulls_last=True), F("wasted_tokens").desc(nulls_last=True), "request__ordinal"
+            F("miss_cost").desc(nulls_last=True),
+            F("cost").desc(nulls_last=True),
+            F("wasted_tokens").desc(nulls_last=True),
+            "request__ordinal",
         )
         .first()
     )

@@ -16,6 +16,8 @@ from dashboard.costs.pricing import prices_load
 from dashboard.costs.session_costs import listed_sessions_priced, sessions_price_unpriced, unpriced_models
 from dashboard.fleet.client_versions import known_client_versions
 from dashboard.models import ProjcacheCheck, ProjectionRow, Request, Session, Source, Warning
+from dashboard.savings.refresh import session_savings
+from dashboard.savings.shown import fix_panel, session_miss_cost
 from dashboard.sessions.breakdown_chart import session_breakdown_chart
 from dashboard.sessions.breakdown_series import (
     SERIES_CACHE_SECONDS,
@@ -97,6 +99,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "compaction_subagent": session.parent_id is not None
         and session.requests.exists()
         and not session.requests.exclude(lineage="compaction").exists(),
+        "miss_cost": session_miss_cost(session),
+        "fixes": fix_panel(session_savings(session=session)),
     }
     return render(request, "dashboard/session_detail.html", context)
 

@@ -14,6 +14,8 @@ def usd(value: Decimal | float | None) -> str:
     amount = value if isinstance(value, Decimal) else Decimal(str(value))
     if amount == 0:
         return "$0"
+    if amount < 0:
+        return "-" + usd(-amount)  # a saving that costs more reads -$0.27, not $-0.27
     if abs(amount) >= 1:
         return f"${amount:,.2f}"
     figures = 3 if abs(amount) >= Decimal("0.001") else 2

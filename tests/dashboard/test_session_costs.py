@@ -152,7 +152,7 @@ def test_sessions_without_a_ledger_get_one_in_a_single_read_of_their_requests() 
     assert sessions_cost(keys={}) == {}
 
 
-def test_the_session_page_shows_the_re_processed_tokens_the_requests_list_sums(viewer_client: Client) -> None:
+def test_the_session_page_shows_the_miss_cost_its_requests_sum(viewer_client: Client) -> None:
     # An OpenAI-style session caches without writes: nothing is re-written, yet the third request
     # failed to read 4,000 cached tokens and sent them again as plain input.
     session = session_of(0)
@@ -167,9 +167,11 @@ def test_the_session_page_shows_the_re_processed_tokens_the_requests_list_sums(v
 
     cost = response.context["cost"]
     assert (cost.rewritten_tokens, cost.reprocessed_tokens, listed) == (0, 4_000, 4_000)
-    figure = response.content.decode().split('id="session-reprocessed"')[1].split("</div>")[0]
-    assert 'title="4000 tokens an earlier request had cached' in figure
-    assert figure.endswith(">4k</span>")
+    missed = RequestAnalysis.objects.filter(session=session).aggregate(total=Sum("miss_cost"))["total"]
+    # 4,000 tokens sent again as input at $2 a million rather than read at $0.50: $0.006.
+    assert missed == Decimal("0.006")
+    figure = response.content.decode().split('id="session-miss-cost"')[1].split("</div>")[0]
+    assert figure.endswith(">$0.006</span>")
 
 
 def test_the_refresh_command_makes_the_ledgers_an_upgrade_left_missing_and_only_those() -> None:

@@ -65,6 +65,7 @@ def main_pages(live_server: Any, login_as: Any, ingest_demo_file: Any) -> dict[s
         "requests": "/requests/",
         "request": request.get_absolute_url(),
         "warnings": "/warnings/",
+        "savings": "/savings/?range=all",
         "ingest": "/ingest/",
         "projections": "/projections/",
         "tokens": "/manage/tokens/",

@@ -109,8 +109,6 @@ class Command(BaseCommand):
 
 def _money(value: Decimal | None) -> str:
     """Dollars as the pages write them, a negative saving (a change that costs more) as -$0.03."""
-    if value is not None and value < 0:
-        return "-" + usd(-value)
     return usd(value)
 
 

@@ -1,0 +1,351 @@
+"""The pages that show what the misses cost and what a fix would save: the session's "What would
+fix this" panel, the request page's cost and miss cost, the overview's KPIs, the inbox's misses and
+the savings page; and that they agree on one miss."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db.models import Max, Sum
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.ingest.files import ingest_paths
+from dashboard.models import Request, RequestAnalysis, ScenarioSaving, Session, SessionSavings
+from dashboard.web.money import usd
+from tests.dashboard.logs import capture_line, write_jsonl
+from tests.projections.cache.whatif.sessions import clock_session, idle_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ingested(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Callable[..., Session]:
+    """Ingest a hand-built session with its follow-ups (analysis, what-if) run, as a worker would."""
+
+    def ingest(name: str = "clock") -> Session:
+        records = clock_session() if name == "clock" else idle_session()
+        path = write_jsonl(tmp_path / f"{name}.jsonl", [capture_line(r) for r in records])
+        with django_capture_on_commit_callbacks(execute=True):
+            summary = ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture")
+        assert not summary.errors, summary.errors
+        return Session.objects.get(external_id=name)
+
+    return ingest
+
+
+def section(html: str, element_id: str) -> str:
+    """The HTML of the element with ``element_id`` up to the end of its section."""
+    return html.split(f'id="{element_id}"', 1)[1].split("</section>", 1)[0]
+
+
+def miss_total(session: Session) -> Decimal:
+    total = RequestAnalysis.objects.filter(session=session).aggregate(total=Sum("miss_cost"))["total"]
+    assert total is not None
+    assert total > 0
+    return Decimal(total)
+
+
+# --- the session page ----------------------------------------------------------------------------
+
+
+def test_the_session_panel_ranks_the_scenarios_by_what_they_would_save(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    kept = SessionSavings.objects.get(session=session)
+
+    panel = section(viewer_client.get(session.get_absolute_url()).content.decode(), "session-fixes")
+
+    ranked = re.findall(r'<tr data-scenario="([^"]+)">', panel)
+    savings = {r["scenario"]: r["saving_usd"] for r in kept.results if r["supported"]}
+    assert ranked[0] in {"best", "stable-prefix"}
+    assert [savings[name] for name in ranked] == sorted((savings[name] for name in ranked), reverse=True)
+    assert "as-recorded" not in ranked
+    stable = panel.split('<tr data-scenario="stable-prefix">', 1)[1].split("</tr>", 1)[0]
+    assert usd(kept.best_saving) in stable
+    stable_result = next(r for r in kept.results if r["scenario"] == "stable-prefix")
+    assert f"{stable_result['touched_requests']} of {stable_result['requests']}" in stable
+    assert stable_result["change"].split()[0] in stable
+
+
+def test_the_session_panel_links_the_requests_a_scenario_touches_by_their_miss_cause(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    touched = ScenarioSaving.objects.get(
+        session=session, scenario="stable-prefix", cause="prefix-changed@system"
+    )
+    assert touched.touched > 0
+
+    panel = section(viewer_client.get(session.get_absolute_url()).content.decode(), "session-fixes")
+
+    stable = panel.split('<tr data-scenario="stable-prefix">', 1)[1].split("</tr>", 1)[0]
+    link = re.search(r'href="([^"]+)"[^>]*>' + str(touched.touched) + r" prefix-changed@system</a>", stable)
+    assert link is not None
+    listed = viewer_client.get(link.group(1).replace("&amp;", "&")).context["page"].paginator.count
+    assert listed == touched.touched
+
+
+def test_the_session_panel_gives_the_reason_of_each_scenario_it_cannot_price(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    unsupported = [r for r in SessionSavings.objects.get(session=session).results if not r["supported"]]
+    assert unsupported  # an Anthropic session has no prompt_cache_key to make stable
+
+    panel = section(viewer_client.get(session.get_absolute_url()).content.decode(), "session-fixes")
+
+    for result in unsupported:
+        item = panel.split(f'<li data-scenario="{result["scenario"]}">', 1)[1].split("</li>", 1)[0]
+        assert result["reason"][:40].replace("'", "&#x27;") in item
+
+
+def test_the_session_page_names_what_the_misses_cost_and_none_of_the_near_synonyms(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+
+    html = viewer_client.get(session.get_absolute_url()).content.decode()
+
+    figure = html.split('id="session-miss-cost"', 1)[1].split("</div>", 1)[0]
+    assert f">{usd(miss_total(session))}</span>" in figure
+    for synonym in ("Wasted cache writes", "Re-written", "Re-processed"):
+        assert synonym not in html
+
+
+# --- the request page ----------------------------------------------------------------------------
+
+
+def test_the_request_page_shows_its_cost_and_miss_cost_from_its_stored_analysis(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    analysis = (
+        RequestAnalysis.objects.filter(session=session, miss_cost__gt=0).select_related("request").first()
+    )
+    assert analysis is not None
+
+    html = viewer_client.get(analysis.request.get_absolute_url()).content.decode()
+
+    cost = html.split('id="request-cost"', 1)[1].split("</div>", 1)[0]
+    miss = html.split('id="request-miss-cost"', 1)[1].split("</div>", 1)[0]
+    assert f">{usd(analysis.cost)}</span>" in cost
+    assert f">{usd(analysis.miss_cost)}</span>" in miss
+    assert f'href="{session.get_absolute_url()}#session-fixes"' in html
+
+
+def test_a_request_not_yet_analysed_shows_no_cost_rather_than_0(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    call = session.requests.order_by("ordinal").first()
+    assert call is not None
+    RequestAnalysis.objects.filter(request=call).delete()
+
+    html = viewer_client.get(call.get_absolute_url()).content.decode()
+
+    miss = html.split('id="request-miss-cost"', 1)[1].split("</div>", 1)[0]
+    assert 'title="not analysed yet">—</span>' in miss
+
+
+# --- the overview --------------------------------------------------------------------------------
+
+
+def kpi(html: str, element_id: str) -> str:
+    """The shown value of the overview's figure ``element_id``."""
+    figure = html.split(f'id="{element_id}"', 1)[1].split("</div>", 1)[0]
+    return re.sub(r"<[^>]+>", "", figure.split('class="value"', 1)[1].split(">", 1)[1])
+
+
+def test_the_overview_shows_what_misses_cost_and_what_the_best_fix_would_save_in_the_range(
+    ingested: Callable[..., Session], viewer_client: Client, wall_clock: Callable[[datetime], None]
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    # Ranges count back from now: "now" is the hour after the sessions' newest request.
+    newest = Request.objects.aggregate(newest=Max("started_at"))["newest"]
+    wall_clock(newest + timedelta(hours=1))
+    lost = miss_total(clock) + miss_total(idle)
+    best = sum(SessionSavings.objects.get(session=s).best_saving or 0 for s in (clock, idle))
+
+    for chosen in ("30d", "all"):
+        html = viewer_client.get("/", {"range": chosen}).content.decode()
+        assert kpi(html, "kpi-lost") == usd(lost)
+        assert kpi(html, "kpi-best-fix") == usd(best)
+
+
+def test_the_overview_of_an_empty_fleet_shows_its_money_as_unknown(viewer_client: Client) -> None:
+    html = viewer_client.get("/").content.decode()
+
+    assert kpi(html, "kpi-lost") == "—"
+    assert kpi(html, "kpi-best-fix") == "—"
+
+
+# --- the warnings inbox --------------------------------------------------------------------------
+
+
+def test_the_inbox_ranks_the_misses_by_what_they_cost_beside_the_self_checks(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    expected = list(
+        RequestAnalysis.objects.filter(miss_cost__gt=0)
+        .order_by("-miss_cost", "-request_id")
+        .values_list("request_id", "miss_cost")
+    )
+    assert {clock.pk, idle.pk} == set(
+        RequestAnalysis.objects.filter(miss_cost__gt=0).values_list("session_id", flat=True)
+    )
+
+    html = viewer_client.get(reverse("dashboard:warnings")).content.decode()
+
+    misses = section(html, "inbox-misses")
+    rows = re.findall(r'<tr data-request="(\d+)">(.*?)</tr>', misses, flags=re.S)
+    assert [int(pk) for pk, _ in rows] == [pk for pk, _ in expected]
+    assert [re.findall(r'<td class="num">([^<]*)</td>', row)[-1] for _, row in rows] == [
+        usd(cost) for _, cost in expected
+    ]
+    assert 'id="warning-groups"' in html
+
+
+def test_the_inbox_lists_only_the_misses_of_the_source_filtered(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    ingested("clock")
+
+    html = viewer_client.get(reverse("dashboard:warnings"), {"source": "elsewhere"}).content.decode()
+
+    assert 'id="inbox-misses"' not in html
+
+
+# --- the savings page ----------------------------------------------------------------------------
+
+
+def test_the_savings_page_ranks_causes_models_and_sources_by_what_the_best_fix_would_save(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    rows = ScenarioSaving.objects.filter(scenario="best")
+
+    html = viewer_client.get(reverse("dashboard:savings"), {"range": "all"}).content.decode()
+
+    causes = section(html, "savings-cause")
+    shown = re.findall(r'<tr data-name="([^"]*)">', causes)
+    by_cause = {c: Decimal(0) for c in shown}
+    for cause, saving in rows.values_list("cause", "saving"):
+        by_cause[cause] += saving
+    assert shown == sorted(by_cause, key=lambda c: (-by_cause[c], c))
+    source = section(html, "savings-source")
+    assert '<tr data-name="laptop">' in source
+    total = sum(SessionSavings.objects.get(session=s).best_saving or 0 for s in (clock, idle))
+    assert f'<td class="num">{usd(total)}</td>' in source.split('<tr data-name="laptop">', 1)[1]
+    assert 'data-name="claude-sonnet-4-5-20250929"' in section(html, "savings-model")
+    assert "savings-client_version" in html
+
+
+def test_a_savings_row_drills_down_to_the_sessions_behind_it(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock, idle = ingested("clock"), ingested("idle")
+    cause = "prefix-changed@system"
+    behind = {r.session_id for r in ScenarioSaving.objects.filter(scenario="best", cause=cause, saving__gt=0)}
+    assert behind == {clock.pk}
+
+    html = viewer_client.get(
+        reverse("dashboard:savings"), {"range": "all", "by": "cause", "name": cause}
+    ).content.decode()
+
+    drilled = section(html, "savings-sessions")
+    assert [int(pk) for pk in re.findall(r'<tr data-session="(\d+)">', drilled)] == [clock.pk]
+    assert f'href="{clock.get_absolute_url()}#session-fixes"' in drilled
+    assert idle.pk not in behind
+
+
+def test_the_savings_export_gives_the_rankings_as_csv_and_json(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    url = reverse("dashboard:savings_export", args=["json"])
+
+    rows = json.loads(b"".join(viewer_client.get(url, {"range": "all"}).streaming_content))
+    csv_text = b"".join(
+        viewer_client.get(
+            reverse("dashboard:savings_export", args=["csv"]), {"range": "all"}
+        ).streaming_content
+    ).decode()
+
+    source = next(row for row in rows if row["by"] == "source")
+    assert (source["name"], source["scenario"], source["sessions"]) == ("laptop", "best", 1)
+    assert Decimal(source["saving_usd"]) == SessionSavings.objects.get(session=session).best_saving
+    assert {row["by"] for row in rows} == {"source", "client_version", "model", "cause"}
+    assert csv_text.splitlines()[0] == "by,name,scenario,sessions,requests,recorded_cost_usd,saving_usd"
+    assert len(csv_text.splitlines()) == len(rows) + 1
+
+
+def test_the_savings_page_names_an_unknown_scenario_and_shows_the_best(viewer_client: Client) -> None:
+    response = viewer_client.get(reverse("dashboard:savings"), {"scenario": "faster"})
+
+    assert response.status_code == 400
+    assert "no scenario &#x27;faster&#x27;" in response.content.decode()
+    assert response.context["query"].scenario == "best"
+    assert (
+        viewer_client.get(reverse("dashboard:savings_export", args=["csv"]), {"by": "x"}).status_code == 400
+    )
+
+
+def test_the_savings_page_and_its_export_need_a_login(client: Client) -> None:
+    for url in (reverse("dashboard:savings"), reverse("dashboard:savings_export", args=["json"])):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith(reverse("login"))
+
+
+def test_the_navigation_links_the_savings_page(viewer_client: Client) -> None:
+    html = viewer_client.get(reverse("dashboard:savings")).content.decode()
+
+    assert f'<a href="{reverse("dashboard:savings")}" aria-current="page">Savings</a>' in html
+
+
+# --- one miss, one figure ------------------------------------------------------------------------
+
+
+def test_the_money_figures_agree_on_one_miss_across_request_session_inbox_and_overview(
+    tmp_path: Path, django_capture_on_commit_callbacks: Any, viewer_client: Client
+) -> None:
+    # Three requests a minute apart, then one after ten minutes idle: its 5-minute entry expired,
+    # so it writes again at 1.25x what it would have read at 0.1x. That one miss is the fleet's.
+    records = idle_session()[:4]
+    path = write_jsonl(tmp_path / "idle.jsonl", [capture_line(r) for r in records])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert not ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture").errors
+    session = Session.objects.get(external_id="idle")
+    (miss,) = RequestAnalysis.objects.filter(miss_cost__gt=0).select_related("request")
+    # By the rules: request 3's 10,100 cached tokens written again at $3.75 a million, not read at $0.30.
+    assert miss.miss_cost == Decimal(10_100) * (Decimal("3.75") - Decimal("0.30")) / 1_000_000
+    shown = usd(miss.miss_cost)
+
+    request_page = viewer_client.get(miss.request.get_absolute_url()).content.decode()
+    session_page = viewer_client.get(session.get_absolute_url()).content.decode()
+    inbox = viewer_client.get(reverse("dashboard:warnings")).content.decode()
+    overview = viewer_client.get("/", {"range": "all"}).content.decode()
+
+    assert kpi(request_page, "request-miss-cost") == shown
+    assert kpi(session_page, "session-miss-cost") == shown
+    inbox_row = section(inbox, "inbox-misses").split(f'<tr data-request="{miss.request_id}">', 1)[1]
+    assert re.findall(r'<td class="num">([^<]*)</td>', inbox_row.split("</tr>", 1)[0])[-1] == shown
+    assert kpi(overview, "kpi-lost") == shown
+
+
+def test_a_saving_that_costs_more_reads_as_minus_dollars() -> None:
+    assert (usd(Decimal("-0.272")), usd(Decimal("0.272")), usd(Decimal("-12.5"))) == (
+        "-$0.272",
+        "$0.272",
+        "-$12.50",
+    )
