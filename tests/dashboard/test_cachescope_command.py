@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.test_ingest_watch import Output
+from tests.dashboard.test_ingest_watch import Output, interruptible
 from tests.dashboard.transcript_lines import SESSION, conversation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +101,7 @@ def test_cachescope_serves_the_home_s_claude_code_logs_with_a_printed_login(
         [str(installed / "cachescope"), "--port", "0"],
         cwd=tmp_path,
         env=home_env(tmp_path),
+        preexec_fn=interruptible,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -54,6 +54,13 @@ class Output:
         raise AssertionError(f"no line with {text!r} within {seconds} s; printed: {self.seen}")
 
 
+def interruptible() -> None:
+    """Run in the child before it starts: Ctrl-C stops it as it does in a terminal. A script that
+    starts the test run in the background (CI does) has SIGINT ignored, and its children inherit
+    that, so the signal the test sends for Ctrl-C would otherwise never reach them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def watched(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     env = command_env(tmp_path / "data")
@@ -72,6 +79,7 @@ def test_a_call_appended_to_a_watched_transcript_is_stored_within_five_seconds(
         [sys.executable, "manage.py", "ingest", "--watch", str(projects.parent)],
         cwd=ROOT,
         env=env,
+        preexec_fn=interruptible,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
