@@ -28,7 +28,7 @@ def test_a_request_whose_prefix_changed_highlights_the_change_and_its_broken_mar
     expect(section.get_by_text(analysis.label, exact=True)).to_be_visible()
     expect(section.locator("mark.change").first).to_be_visible()
     expect(section.locator("mark.change").first).not_to_be_empty()
-    markers = section.locator("table.markers").first
+    markers = section.locator("table.markers").last  # the previous request's, after the markers this one sent
     expect(markers.locator("tbody tr").first).to_be_visible()
     expect(markers.get_by_text("broken", exact=True).first).to_be_visible()
     expect(markers).to_contain_text("the prefix changed before it")
