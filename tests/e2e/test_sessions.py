@@ -21,7 +21,10 @@ def test_a_compacted_sessions_charts_draw_and_show_hover_text(
     breakdown = page.locator("[data-chart=breakdown-figure]")
     requests = page.locator("[data-cache-chart=requests-chart-data]")
     expect(breakdown.locator(".main-svg").first).to_be_visible()
+    # Charts below the fold are drawn only when they near the screen.
+    requests.scroll_into_view_if_needed()
     expect(requests.locator(".main-svg").first).to_be_visible()
+    breakdown.scroll_into_view_if_needed()
     # The compactions are drawn as markers over the stacked breakdown.
     expect(breakdown.locator(".legendtext", has_text="compactions and prunes")).to_be_visible()
 
