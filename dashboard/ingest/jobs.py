@@ -116,20 +116,12 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
     # never run a job.
     from dashboard.ingest.files import ingest_paths, input_size, shown_on_job
 
-    tries = 0
-
     def attempt() -> IngestSummary:
-        nonlocal changed, tries
-        tries += 1
         job.bytes_done = 0
         if job.kind == IngestJob.Kind.API:
             from dashboard.ingest.api.batches import api_batch_store
 
             return api_batch_store(job, on_step=stored)
-        if changed is not None and tries > 1:
-            # The attempt that deadlocked committed some files' new offsets: look again at what is
-            # left to read since.
-            changed = _changed_files(paths, source_name, job.format or None, advance)
         if changed is None:
             job.bytes_total = input_size(paths)
             job.save(update_fields=["bytes_total"])
@@ -144,8 +136,9 @@ def _run(job_id: int, heartbeat: Heartbeat, on_progress: JobProgressCallback | N
 
     try:
         # A deadlock (two ingests of one folder, a cron job beside a manual run) is run again
-        # whole: a folder is read as a stream, so a group cannot be replayed alone, and each
-        # commit has counted what it stored on the job, so the next attempt's counts add up.
+        # whole, over the files found changed at the start and from the same points: a folder is
+        # read as a stream, so a group cannot be replayed alone, and each commit has counted what
+        # it stored on the job, so the next attempt's counts add up.
         summary = retrying(attempt)
     except (OperationalError, LeaseLost):
         raise

@@ -17,7 +17,7 @@ import pytest
 from django.db import connection
 
 from dashboard.models import Event, IngestJob, Session
-from tests.dashboard.logs import write_dsh_log
+from tests.dashboard.logs import dsh_lines, write_dsh_log, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS, TURNS = 120, 3
@@ -62,8 +62,30 @@ def test_two_cli_ingests_of_one_folder_both_finish_and_store_each_row_once(tmp_p
     assert sum(job.sessions_added for job in jobs) == SESSIONS
 
 
+# How the job finds the four logs (each of one turn, stored before the job, now of three turns):
+# what the job counts on itself (sessions added, updated, events added, duplicates) and the files it
+# read whole, took up or read whole as rewritten. The retry must not change any of these figures.
+DEADLOCKED_INGESTS = {
+    # Stored by a plain ingest, which keeps no offsets: every line is read again, the old ones are
+    # duplicates.
+    "read whole": ("You are terse.", False, (0, 4, 16, 12), (4, 0, 0)),
+    # Grown since an incremental ingest: only the new lines are read.
+    "taken up": ("You are terse.", True, (0, 4, 16, 0), (0, 4, 0)),
+    # Rewritten since: each session is deleted and stored anew from the new bytes, once.
+    "rewritten": ("Be brief.", True, (4, 0, 28, 0), (4, 0, 4)),
+}
+
+
+@pytest.mark.parametrize(
+    ("system", "incremental", "counts", "files"), DEADLOCKED_INGESTS.values(), ids=DEADLOCKED_INGESTS
+)
 def test_a_deadlocked_cli_ingest_runs_again_and_counts_what_each_attempt_stored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    system: str,
+    incremental: bool,
+    counts: tuple[int, int, int, int],
+    files: tuple[int, int, int],
 ) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("a deadlock needs two PostgreSQL transactions")
@@ -76,9 +98,9 @@ def test_a_deadlocked_cli_ingest_runs_again_and_counts_what_each_attempt_stored(
     names = ["a", "b", "s1", "s2"]
     for name in names:
         write_dsh_log(folder / name / "session.jsonl", session_id=name, turns=1)
-    ingest_paths(paths=[folder], source_name="laptop")
-    for name in names:  # every log has grown since: each group writes to its sessions
-        write_dsh_log(folder / name / "session.jsonl", session_id=name, turns=3)
+    ingest_paths(paths=[folder], source_name="laptop", incremental=incremental)
+    for name in names:  # every log has changed since: each group writes to its sessions
+        write_jsonl(folder / name / "session.jsonl", dsh_lines(name, turns=3, system=system))
     monkeypatch.setattr(ingest_files, "GROUP_SESSIONS", 2)  # groups (a, b) and (s1, s2)
     ids = dict(Session.objects.values_list("external_id", "pk"))
     job = IngestJob.objects.create(kind=IngestJob.Kind.COMMAND, source_name="laptop", paths=[str(folder)])
@@ -109,12 +131,16 @@ def test_a_deadlocked_cli_ingest_runs_again_and_counts_what_each_attempt_stored(
 
     job.refresh_from_db()
     assert job.status == "done"
-    added_events = len(names) * 4  # each log grew by two turns of two events
-    assert (summary.sessions_updated, summary.sessions_unchanged, summary.events_added) == (
-        4,
+    assert summary.errors == []
+    # The job's figures are those of one ingest that did not deadlock: what the first attempt stored
+    # is the job's own, not a duplicate, and no file is counted twice.
+    assert (summary.sessions_added, summary.sessions_updated, summary.sessions_unchanged) == (
+        counts[0],
+        counts[1],
         0,
-        added_events,
     )
-    # Only the events stored before the job are duplicates, not those its first attempt stored.
-    assert (job.sessions_updated, job.events_added, job.duplicate_events) == (4, added_events, len(names) * 3)
+    assert (job.sessions_added, job.sessions_updated, job.events_added, job.duplicate_events) == counts
+    assert summary.files is not None
+    assert (summary.files.whole, summary.files.resumed, summary.files.rewritten) == files
     assert Event.objects.count() == len(names) * 7
+    assert Session.objects.count() == len(names)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from django.db import transaction
+
 from dashboard.ingest.incremental.file_states import (
     Change,
     FileLook,
@@ -120,6 +122,11 @@ class ChangedFiles:
             for state in FileState.objects.filter(source=source).defer("reader_state", "session_ids")
         }
         self.pending = [entry for root in paths for entry in self._look(root.absolute(), states)]
+        self._looked_errors = list(self.errors)
+        # What one walk of imports() did that a second walk, a deadlocked job's retry, must not
+        # undo or count again: see imports().
+        self._reader_states_read: set[Path] = set()
+        self._sessions_deleted: set[Path] = set()
 
     def _look(self, root: Path, states: dict[str, FileState]) -> Iterator[_Pending]:
         if not root.exists():
@@ -144,7 +151,15 @@ class ChangedFiles:
             self._refused = True
 
     def imports(self) -> Iterator[SessionImport]:
-        """Every session of every changed file in turn."""
+        """Every session of every changed file in turn.
+
+        Walked again, by the retry of a job that deadlocked, it reads the same files from the same
+        points: each file's state as it was before the job, not as the failed walk committed it.
+        So the rows that walk committed are found again as duplicates, which the job then counts
+        as its own (``IngestSummary.include_earlier``), and the files are counted once.
+        """
+        self.errors[:] = self._looked_errors
+        self.counts.resumed = self.counts.whole = self.counts.rewritten = 0
         for pending in self.pending:
             yield from self._file(pending)
 
@@ -152,8 +167,9 @@ class ChangedFiles:
         from projections.formats import detect_format
 
         path, stat, look, state = pending.path, pending.stat, pending.look, pending.state
-        if state is not None:
+        if state is not None and path not in self._reader_states_read:
             state.refresh_from_db(fields=["reader_state", "session_ids"])
+            self._reader_states_read.add(path)
         try:
             format_name = self.format or (state.format if state is not None else detect_format(path))
         except FormatError as error:
@@ -162,9 +178,12 @@ class ChangedFiles:
         if look.change is Change.REWRITTEN and state is not None:
             # Read whole and stored anew: what the old bytes gave must not stay beside what the new
             # ones give (a call the file no longer holds, an event at a seq it now fills otherwise).
-            Session.objects.filter(source=self.source, external_id__in=state.session_ids).delete()
             self.counts.rewritten += 1
-            self._read_again_sharing(state)
+            if path not in self._sessions_deleted:
+                Session.objects.filter(source=self.source, external_id__in=state.session_ids).delete()
+                self._read_again_sharing(state)
+                # Once committed, a second walk would delete what the first stored from the new bytes.
+                transaction.on_commit(lambda: self._sessions_deleted.add(path))
         point = resume_point(state) if state is not None and look.change is Change.GROWN else None
         if state is not None and format_name != state.format:
             point = None
