@@ -61,7 +61,22 @@ class FixPanel:
     supported: list[ScenarioShown]
     unsupported: list[ScenarioShown]
     recorded_cost: Decimal | None
+    reported_cost: Decimal | None
+    """The same requests priced from the usage the provider reported, the session's cost."""
     error: str
+
+    @property
+    def rules_error(self) -> Decimal | None:
+        """How far the rules' cost as recorded is from the reported one (positive: above it); a
+        saving, both sides by the same rules, does not carry this error."""
+        if self.recorded_cost is None or self.reported_cost is None:
+            return None
+        return self.recorded_cost - self.reported_cost
+
+    @property
+    def rules_error_size(self) -> Decimal | None:
+        """:attr:`rules_error` without its sign, for the page to say higher or lower."""
+        return None if self.rules_error is None else abs(self.rules_error)
 
 
 def fix_panel(savings: SessionSavings) -> FixPanel:
@@ -81,6 +96,7 @@ def fix_panel(savings: SessionSavings) -> FixPanel:
         supported=supported,
         unsupported=[s for s in shown if s not in supported],
         recorded_cost=savings.recorded_cost,
+        reported_cost=savings.reported_cost,
         error=savings.error,
     )
 

@@ -76,6 +76,28 @@ def test_the_session_panel_ranks_the_scenarios_by_what_they_would_save(
     assert stable_result["change"].split()[0] in stable
 
 
+def test_the_session_panel_shows_the_rules_error_against_the_reported_usage_beside_the_savings(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    kept = SessionSavings.objects.get(session=session)
+    assert kept.recorded_cost is not None
+    assert kept.reported_cost is not None
+    html = viewer_client.get(session.get_absolute_url()).content.decode()
+
+    # The saving is against the rules' cost as recorded; the reported cost, the session's own
+    # figure, and how far the rules are from it stand beside it.
+    panel = section(html, "session-fixes")
+    assert f"as recorded by the same rules, {usd(kept.recorded_cost)}" in panel
+    error = kept.recorded_cost - kept.reported_cost
+    said = panel.split('id="rules-error">', 1)[1].split("</span>", 1)[0]
+    assert f"reported, the requests cost {usd(kept.reported_cost)}" in said
+    if error == 0:
+        assert "the rules are exact here" in said
+    else:
+        assert f"{usd(abs(error))} {'higher' if error > 0 else 'lower'}" in said
+
+
 def test_the_session_panel_links_the_requests_a_scenario_touches_by_their_miss_cause(
     ingested: Callable[..., Session], viewer_client: Client
 ) -> None:
