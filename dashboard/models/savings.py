@@ -39,6 +39,11 @@ class SessionSavings(models.Model):
         default=list,
         help_text="One object per scenario, as manage.py whatif --json prints it (ScenarioResult.to_json).",
     )
+    request_tokens = models.JSONField(
+        default=dict,
+        help_text="Each request's usage by scenario (WhatIf.request_tokens): every request as recorded, "
+        "under another scenario only those it changes; for the request page.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["-best_saving"], name="savings_best_saving_idx")]

@@ -14,6 +14,7 @@ from dashboard.analysis.views import request_analysis_context
 from dashboard.fleet.client_versions import known_client_versions
 from dashboard.models import Block, Request, Source
 from dashboard.requests.listing import CAUSES, LABELS, RequestFilters
+from dashboard.savings.request_fixes import request_fixes
 from dashboard.sessions.views import known_models
 from dashboard.web.htmx import HtmxHttpRequest
 from dashboard.web.money import usd
@@ -128,6 +129,7 @@ def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
         "units": units,
         "previous": siblings.filter(ordinal__lt=call.ordinal).order_by("-ordinal").first(),
         "next": siblings.filter(ordinal__gt=call.ordinal).order_by("ordinal").first(),
+        "fixes": request_fixes(call),
         **request_analysis_context(call),
     }
     return render(request, "dashboard/request_detail.html", context)

@@ -23,6 +23,9 @@ For a page:
 - :func:`~dashboard.savings.ranking.savings_ranked` sums one scenario's ``ScenarioSaving`` rows by
   source, client release, model or recorded miss cause over the sessions a page selects, and
   :func:`~dashboard.savings.ranking.sessions_ranked` lists sessions by their best saving;
+- :func:`~dashboard.savings.request_fixes.request_fixes` gives one request's usage, cost and
+  saving under each supported scenario, from ``SessionSavings.request_tokens`` (every request as
+  recorded, under another scenario only those it changes);
 - a request's cost and miss cost are ``RequestAnalysis.cost`` and ``RequestAnalysis.miss_cost``
   (:func:`projections.money.usage_cost`, :func:`projections.money.miss_cost`), so "$ lost to
   misses" over a range is a sum of one column.

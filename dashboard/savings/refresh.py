@@ -30,7 +30,7 @@ from projections.cache.whatif.tally import UnpricedModelError
 
 log = logging.getLogger(__name__)
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 """Stored with each session's figures: a change to the scenarios or their rules moves it on, and
 every session's figures are made again on their next refresh."""
 
@@ -205,6 +205,7 @@ def _store(session: Session, key: str, whatif: WhatIf | None, error: str) -> Non
                 else "",
                 "best_saving": _places(best.saving) if best is not None and best.supported else None,
                 "results": whatif.to_json() if whatif is not None else [],
+                "request_tokens": whatif.request_tokens() if whatif is not None else {},
             },
         )
 

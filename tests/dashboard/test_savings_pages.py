@@ -164,6 +164,54 @@ def test_the_request_page_shows_its_cost_and_miss_cost_from_its_stored_analysis(
     assert f'href="{session.get_absolute_url()}#session-fixes"' in html
 
 
+def test_the_request_page_shows_what_each_fix_would_read_write_and_save_on_it(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    call = session.requests.get(ordinal=4)  # request 5: its clock line changed the system prompt
+
+    html = viewer_client.get(call.get_absolute_url()).content.decode()
+
+    table = section(html, "request-fixes")
+    rows = dict(re.findall(r'<tr data-scenario="([^"]+)"[^>]*>(.*?)</tr>', table, re.S))
+
+    def cells(name: str) -> list[str]:
+        return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", rows[name], re.S)]
+
+    # As recorded, request 5 wrote its whole prompt, T(5) = 11,700; with the clock moved after the
+    # history it reads request 4's prompt, T(4) = 10,900, and writes the 800 its turn adds.
+    recorded, stable = cells("as-recorded"), cells("stable-prefix")
+    assert recorded[1:5] == ["0", "0", "11.7k", "0"]
+    assert stable[1:5] == ["0", "10.9k", "800", "0"]
+    kept = SessionSavings.objects.get(session=session).request_tokens
+    recorded_cost = Decimal(kept["as-recorded"][call.key][2]) * Decimal("3.75") / 1_000_000 + Decimal(
+        200 * 15
+    ) / 1_000_000
+    stable_tokens = kept["stable-prefix"][call.key]
+    stable_cost = (
+        Decimal(stable_tokens[1]) * Decimal("0.30") + Decimal(stable_tokens[2]) * Decimal("3.75") + 200 * 15
+    ) / 1_000_000
+    assert recorded[5] == usd(recorded_cost)
+    assert stable[5:7] == [usd(stable_cost), usd(recorded_cost - stable_cost)]
+    # The ttl-1h world changes nothing this request reads: it only writes at the dearer rate.
+    assert "unchanged" not in rows["ttl-1h"]
+    assert "unchanged" not in rows["stable-prefix"]
+    assert f'href="{session.get_absolute_url()}#session-fixes"' in table
+
+
+def test_a_request_whose_session_has_no_fix_figures_says_so(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    session = ingested("clock")
+    SessionSavings.objects.filter(session=session).update(request_tokens={})
+    call = session.requests.get(ordinal=4)
+
+    table = section(viewer_client.get(call.get_absolute_url()).content.decode(), "request-fixes")
+
+    assert "No figures for this request yet" in table
+    assert "<table" not in table
+
+
 def test_a_request_not_yet_analysed_shows_no_cost_rather_than_0(
     ingested: Callable[..., Session], viewer_client: Client
 ) -> None:

@@ -112,19 +112,19 @@ def replay_bodies(
     lineage_of: dict[str, str] = {}
     for record in ordered:
         key = GroupKey(record.model, record.client_version, "")
-        reported.add(key, reported_tokens(record.usage), touched=False)
+        reported.add(key, reported_tokens(record.usage), touched=False, request=record.key)
         step = _step(record, bodies, assigner, parents, lineage_of)
         if step is None:
             for world in (recorded, *others):
-                world.tally.add(key, reported_tokens(record.usage), touched=False)
+                world.tally.add(key, reported_tokens(record.usage), touched=False, request=record.key)
             continue
         _note(facts, step)
         outcome = recorded.replay(step)
         key = key._replace(cause=cause_of(outcome.prediction.label))
-        recorded.tally.add(key, outcome.tokens, touched=False)
+        recorded.tally.add(key, outcome.tokens, touched=False, request=record.key)
         for world in others:
             result = world.replay(step)
-            world.tally.add(key, result.tokens, touched=result.touched)
+            world.tally.add(key, result.tokens, touched=result.touched, request=record.key)
     return facts
 
 

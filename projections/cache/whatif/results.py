@@ -10,7 +10,8 @@ error against them. Money is a JSON number of dollars; an unsupported scenario's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from projections.cache.whatif.tally import GroupKey, Tally, group_cost
@@ -61,6 +62,9 @@ class ScenarioResult:
     reported_tokens: Tokens | None = None
     """For ``as-recorded``: the usage the provider reported."""
     reported_cost: Decimal | None = None
+    by_request: Mapping[str, Tokens] = field(default_factory=dict)
+    """Each request's usage under the scenario, by its key; empty where it is not supported. Not
+    in :meth:`to_json`: a session's figures per request are kept apart from its totals."""
 
     @property
     def saving_share(self) -> float | None:
@@ -150,4 +154,5 @@ def priced(
         recorded_cost=recorded_cost,
         combination=combination,
         groups=groups,
+        by_request=tally.by_request,
     )

@@ -65,6 +65,25 @@ class WhatIf:
         """One object per scenario (see :meth:`ScenarioResult.to_json`)."""
         return [result.to_json() for result in self.results]
 
+    def request_tokens(self) -> dict[str, dict[str, list[int]]]:
+        """Each request's usage by scenario, as plain JSON: ``{scenario: {request key: [uncached,
+        read, 5-minute write, 1-hour write, output]}}``. ``as-recorded`` lists every replayed
+        request; another supported scenario only those it sends otherwise, so a session whose
+        fixes touch few requests keeps few figures. Unsupported scenarios are left out."""
+        recorded = self.result(AS_RECORDED).by_request if self.has(AS_RECORDED) else {}
+        out: dict[str, dict[str, list[int]]] = {AS_RECORDED: {key: list(t) for key, t in recorded.items()}}
+        for result in self.results:
+            if result.scenario == AS_RECORDED or not result.supported:
+                continue
+            out[result.scenario] = {
+                key: list(tokens) for key, tokens in result.by_request.items() if recorded.get(key) != tokens
+            }
+        return out
+
+    def has(self, name: str) -> bool:
+        """Whether scenario ``name`` was asked for."""
+        return any(result.scenario == name for result in self.results)
+
 
 def whatif_session(
     records: Sequence[RequestRecord],

@@ -48,9 +48,14 @@ class Tally:
     """A world's requests in groups (see the module)."""
 
     groups: dict[GroupKey, Group] = field(default_factory=dict)
+    by_request: dict[str, Tokens] = field(default_factory=dict)
+    """Each request's usage in this world, by the request's key, for a request page to show."""
 
-    def add(self, key: GroupKey, tokens: Tokens, *, touched: bool) -> None:
-        """Count one request of ``key`` with the usage the world predicts for it."""
+    def add(self, key: GroupKey, tokens: Tokens, *, touched: bool, request: str = "") -> None:
+        """Count one request of ``key`` (``request``, its own key) with the usage the world
+        predicts for it."""
+        if request:
+            self.by_request[request] = tokens
         group = self.groups.get(key)
         if group is None:
             group = self.groups[key] = Group()

@@ -56,12 +56,12 @@ def replay_transcript(
         usage = reported_tokens(record.usage)
         prediction = as_recorded[index]
         key = GroupKey(record.model, record.client_version, _cause(prediction, usage))
-        reported.add(key._replace(cause=""), usage, touched=False)
+        reported.add(key._replace(cause=""), usage, touched=False, request=record.key)
         as_was = _replayed(prediction, usage, one_hour=False)
-        recorded.add(key, as_was, touched=False)
+        recorded.add(key, as_was, touched=False, request=record.key)
         if ttl_1h is not None and hour is not None:
             tokens = _replayed(hour[index], usage, one_hour=True)
-            ttl_1h.add(key, tokens, touched=tokens != as_was)
+            ttl_1h.add(key, tokens, touched=tokens != as_was, request=record.key)
     return len(called)
 
 

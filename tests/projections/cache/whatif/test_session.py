@@ -31,6 +31,7 @@ from tests.projections.cache.whatif.sessions import (
     SONNET,
     clock_session,
     idle_session,
+    prompt,
     system_only_session,
 )
 
@@ -74,6 +75,35 @@ def test_moving_the_clock_after_the_history_reads_each_predecessor_s_prompt() ->
     assert result.touched == 9
     assert result.tokens is not None
     assert result.tokens.prompt == 121_000
+
+
+def test_each_request_of_the_clock_session_keeps_its_own_figures_under_each_scenario() -> None:
+    figures_by = whatif_session(clock_session(), prices=[SONNET]).request_tokens()
+    recorded, stable = figures_by["as-recorded"], figures_by["stable-prefix"]
+    # As recorded, request N writes its whole prompt T(N); with the clock moved, request 1 is as it
+    # was (so not listed) and request N > 1 reads T(N-1) and writes the 800 its turn adds.
+    assert recorded == {f"msg_{n}": [0, 0, prompt(n), 0, OUTPUT] for n in range(1, 11)}
+    assert set(stable) == {f"msg_{n}" for n in range(2, 11)}
+    for n in range(2, 11):
+        uncached, read, write_5m, write_1h, output = stable[f"msg_{n}"]
+        assert abs(read - prompt(n - 1)) <= 50, (n, stable[f"msg_{n}"])
+        assert abs(write_5m - 800) <= 50, (n, stable[f"msg_{n}"])
+        assert (uncached + read + write_5m + write_1h, output) == (prompt(n), OUTPUT)
+
+
+def test_a_scenarios_figures_per_request_add_up_to_its_totals() -> None:
+    for session in (clock_session(), idle_session(), system_only_session()):
+        whatif = whatif_session(session, prices=[SONNET])
+        by_request = whatif.request_tokens()
+        recorded = by_request["as-recorded"]
+        for result in whatif.results:
+            if not result.supported:
+                assert result.scenario not in by_request
+                continue
+            every = {**recorded, **by_request[result.scenario]}
+            summed = [sum(column) for column in zip(*every.values(), strict=True)]
+            assert result.tokens is not None
+            assert summed == list(result.tokens), result.scenario
 
 
 def test_the_1_hour_ttl_only_makes_the_clock_session_dearer() -> None:
