@@ -46,7 +46,11 @@ class SessionSavings(models.Model):
     )
 
     class Meta:
-        indexes = [models.Index(fields=["-best_saving"], name="savings_best_saving_idx")]
+        indexes = [
+            models.Index(fields=["-best_saving"], name="savings_best_saving_idx"),
+            # The savings page's cache key: the newest figures made.
+            models.Index(fields=["computed_at"], name="savings_computed_at_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"what-if of session {self.session_id}"

@@ -35,7 +35,7 @@ def savings(request: HttpRequest) -> HttpResponse:
         "ranges": [(name, RANGE_LABELS[name]) for name in RANGES],
         "window": window,
         "scenarios": SCENARIOS_OFFERED,
-        "rankings": rankings(query, sessions),
+        "rankings": rankings(query, window, sessions),
         "drilled": drill_down(query, sessions),
         "errors": errors,
     }
@@ -49,11 +49,11 @@ def savings_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHt
     query = SavingsQuery.from_query(
         range_name=range_name(request.GET.get("range")), params=request.GET, errors=errors
     )
-    _, sessions = range_sessions(query.range)
+    window, sessions = range_sessions(query.range)
     return export_response(
         fmt=fmt,
         name="savings",
         errors=errors,
         columns=EXPORT_COLUMNS,
-        rows=lambda: export_rows(query, sessions),
+        rows=lambda: export_rows(query, window, sessions),
     )

@@ -18,7 +18,8 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.ingest.files import ingest_paths
-from dashboard.models import Request, RequestAnalysis, ScenarioSaving, Session, SessionSavings
+from dashboard.models import ModelPrice, Request, RequestAnalysis, ScenarioSaving, Session, SessionSavings
+from dashboard.savings.refresh import session_savings_refresh
 from dashboard.web.money import usd
 from tests.dashboard.logs import capture_line, write_jsonl
 from tests.projections.cache.whatif.sessions import clock_session, idle_session
@@ -176,7 +177,10 @@ def test_the_request_page_shows_what_each_fix_would_read_write_and_save_on_it(
     rows = dict(re.findall(r'<tr data-scenario="([^"]+)"[^>]*>(.*?)</tr>', table, re.S))
 
     def cells(name: str) -> list[str]:
-        return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", rows[name], re.S)]
+        return [
+            re.sub(r"<[^>]+>", "", cell).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", rows[name], re.S)
+        ]
 
     # As recorded, request 5 wrote its whole prompt, T(5) = 11,700; with the clock moved after the
     # history it reads request 4's prompt, T(4) = 10,900, and writes the 800 its turn adds.
@@ -184,9 +188,10 @@ def test_the_request_page_shows_what_each_fix_would_read_write_and_save_on_it(
     assert recorded[1:5] == ["0", "0", "11.7k", "0"]
     assert stable[1:5] == ["0", "10.9k", "800", "0"]
     kept = SessionSavings.objects.get(session=session).request_tokens
-    recorded_cost = Decimal(kept["as-recorded"][call.key][2]) * Decimal("3.75") / 1_000_000 + Decimal(
-        200 * 15
-    ) / 1_000_000
+    recorded_cost = (
+        Decimal(kept["as-recorded"][call.key][2]) * Decimal("3.75") / 1_000_000
+        + Decimal(200 * 15) / 1_000_000
+    )
     stable_tokens = kept["stable-prefix"][call.key]
     stable_cost = (
         Decimal(stable_tokens[1]) * Decimal("0.30") + Decimal(stable_tokens[2]) * Decimal("3.75") + 200 * 15
@@ -318,6 +323,33 @@ def test_the_savings_page_ranks_causes_models_and_sources_by_what_the_best_fix_w
     assert f'<td class="num">{usd(total)}</td>' in source.split('<tr data-name="laptop">', 1)[1]
     assert 'data-name="claude-sonnet-4-5-20250929"' in section(html, "savings-model")
     assert "savings-client_version" in html
+
+
+def test_the_savings_page_shows_figures_made_again_on_its_next_view(
+    ingested: Callable[..., Session], viewer_client: Client
+) -> None:
+    clock = ingested("clock")
+
+    def laptop_saving() -> str:
+        html = viewer_client.get(reverse("dashboard:savings"), {"range": "all"}).content.decode()
+        row = section(html, "savings-source").split('<tr data-name="laptop">', 1)[1].split("</tr>", 1)[0]
+        return re.findall(r'<td class="num">([^<]*)</td>', row)[0]
+
+    before = SessionSavings.objects.get(session=clock).best_saving
+    assert before is not None
+    assert laptop_saving() == usd(before)  # read, and kept for the next views
+
+    # Dearer writes make the clock's rewrites dearer, so moving the clock saves more; the range,
+    # the sessions and their requests stay as they were.
+    price = ModelPrice.objects.get(pattern="claude-sonnet-4-5")
+    price.cache_write_5m *= 2
+    price.save()
+    assert session_savings_refresh(session_id=clock.pk)
+
+    after = SessionSavings.objects.get(session=clock).best_saving
+    assert after is not None
+    assert after > before
+    assert laptop_saving() == usd(after)
 
 
 def test_a_savings_row_drills_down_to_the_sessions_behind_it(
