@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.filler_text import sentence  # noqa: E402
 from projections.cache.render import accel  # noqa: E402
 from projections.cache.render.canonical import digest  # noqa: E402
 from projections.cache.render.diff import diff_requests  # noqa: E402
@@ -42,29 +43,6 @@ from projections.formats import read_sessions  # noqa: E402
 from projections.normalized import RequestRecord, Usage  # noqa: E402
 
 MODEL = "claude-sonnet-4-20250514"
-WORDS = (
-    "the",
-    "cache",
-    "holds",
-    "every",
-    "prefix",
-    "it",
-    "wrote",
-    "until",
-    "the",
-    "entry",
-    "expires",
-    "or",
-    "a",
-    "byte",
-    "before",
-    "it",
-    "changes",
-)
-
-
-def sentence(i: int, words: int) -> str:
-    return " ".join(WORDS[(i + k) % len(WORDS)] for k in range(words)) + f" ({i})."
 
 
 def message(i: int) -> dict[str, Any]:

@@ -43,34 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
+from benchmarks.filler_text import sentence  # noqa: E402
 from dashboard.demo.cache_model import AnthropicCache  # noqa: E402
 from dashboard.demo.conversation import cache_layout  # noqa: E402
 
 MODEL = "claude-sonnet-4-5-20250929"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-WORDS = [
-    "the",
-    "cache",
-    "holds",
-    "every",
-    "prefix",
-    "it",
-    "wrote",
-    "until",
-    "the",
-    "entry",
-    "expires",
-    "or",
-    "a",
-    "byte",
-    "before",
-    "it",
-    "changes",
-]
-
-
-def sentence(i: int, words: int) -> str:
-    return " ".join(WORDS[(i + k) % len(WORDS)] for k in range(words)) + f" ({i})."
 
 
 def tools() -> list[dict[str, Any]]:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Max, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from dashboard.models import Request
 from dashboard.requests.listing import RequestFilters
 from dashboard.requests.views import listed_requests
-from dashboard.web.export_streams import export_response
+from dashboard.web.export_streams import stored_rows_export
 
 EXPORT_COLUMNS = (
     "request_id",
@@ -39,20 +39,13 @@ EXPORT_COLUMNS = (
 CHUNK = 1000
 
 
-def exported(filters: RequestFilters, *, up_to: int | None = None) -> QuerySet[Request]:
-    """The requests the filters select, in the list's order; only those stored by ``up_to`` (an
-    id), so the count sent first and the rows sent after it agree while ingests go on."""
-    requests = filters.ordered(listed_requests())
-    return requests if up_to is None else requests.filter(pk__lte=up_to)
-
-
-def export_rows(filters: RequestFilters, *, up_to: int | None = None) -> Iterator[dict[str, Any]]:
-    """Every request the filters select, in the list's order, one dict per row.
+def export_rows(requests: QuerySet[Request]) -> Iterator[dict[str, Any]]:
+    """Every one of ``requests`` (the list's, in its order), one dict per row.
 
     ``label`` and ``cause`` are ``None`` for a request not analysed yet, ``""`` for one analysed
     with no miss or no change.
     """
-    for call in exported(filters, up_to=up_to).iterator(chunk_size=CHUNK):
+    for call in requests.iterator(chunk_size=CHUNK):
         session = call.session
         yield {
             "request_id": call.pk,
@@ -80,12 +73,11 @@ def export_rows(filters: RequestFilters, *, up_to: int | None = None) -> Iterato
 @require_GET
 def request_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     filters = RequestFilters.from_query(request.GET)
-    up_to = Request.objects.aggregate(last=Max("pk"))["last"] or 0
-    return export_response(
+    return stored_rows_export(
         fmt=fmt,
         name="requests",
         errors=filters.errors,
         columns=EXPORT_COLUMNS,
-        rows=lambda: export_rows(filters, up_to=up_to),
-        count=lambda: exported(filters, up_to=up_to).order_by().count(),
+        listed=filters.ordered(listed_requests()),
+        rows=export_rows,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Max, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
@@ -15,7 +15,7 @@ from dashboard.costs.session_costs import listed_sessions_priced, sessions_price
 from dashboard.models import Session
 from dashboard.savings.refresh import session_savings
 from dashboard.sessions.listing import SessionFilters
-from dashboard.web.export_streams import export_response
+from dashboard.web.export_streams import stored_rows_export
 
 EXPORT_COLUMNS = (
     "session_id",
@@ -41,18 +41,10 @@ EXPORT_COLUMNS = (
 CHUNK = 1000
 
 
-def exported(filters: SessionFilters, *, up_to: int | None = None) -> QuerySet[Session]:
-    """The sessions the filters select, in the list's order; only those stored by ``up_to`` (an
-    id), so the count sent first and the rows sent after it agree while ingests go on."""
-    sessions = filters.ordered(Session.objects.select_related("source", "parent"))
-    return sessions if up_to is None else sessions.filter(pk__lte=up_to)
-
-
-def export_rows(filters: SessionFilters, *, up_to: int | None = None) -> Iterator[dict[str, Any]]:
-    """Every session the filters select, in the list's order, one dict per row, a chunk at a time."""
+def export_rows(filters: SessionFilters, sessions: QuerySet[Session]) -> Iterator[dict[str, Any]]:
+    """Every one of ``sessions`` (the list's, in its order), one dict per row, a chunk at a time."""
     if filters.sort_field == "cost_usd":
         sessions_price_unpriced()  # so none sorts below $0 for want of having been priced
-    sessions = exported(filters, up_to=up_to)
     chunk: list[Session] = []
     for session in sessions.iterator(chunk_size=CHUNK):
         chunk.append(session)
@@ -92,14 +84,13 @@ def _rows(sessions: list[Session]) -> Iterator[dict[str, Any]]:
 @require_GET
 def session_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     filters = SessionFilters.from_query(request.GET)
-    up_to = Session.objects.aggregate(last=Max("pk"))["last"] or 0
-    return export_response(
+    return stored_rows_export(
         fmt=fmt,
         name="sessions",
         errors=filters.errors,
         columns=EXPORT_COLUMNS,
-        rows=lambda: export_rows(filters, up_to=up_to),
-        count=lambda: exported(filters, up_to=up_to).order_by().count(),
+        listed=filters.ordered(Session.objects.select_related("source", "parent")),
+        rows=lambda sessions: export_rows(filters, sessions),
     )
 
 

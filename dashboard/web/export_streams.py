@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from django.db.models import Max, QuerySet
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.utils import timezone
 
@@ -95,3 +96,27 @@ def export_response(
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = f'attachment; filename="cachescope-{name}-{stamp}.{fmt}"'
     return response
+
+
+def stored_rows_export(
+    *,
+    fmt: str,
+    name: str,
+    errors: Mapping[str, str],
+    columns: Sequence[str],
+    listed: QuerySet[Any],
+    rows: Callable[[QuerySet[Any]], Iterable[dict[str, Any]]],
+) -> HttpResponse | StreamingHttpResponse:
+    """:func:`export_response` of ``rows(stored)``: ``stored`` is ``listed`` cut to the rows stored
+    when the export begins (ids up to the last one then), so the count sent first and the rows sent
+    after it agree while ingests go on."""
+    up_to = listed.model._default_manager.aggregate(last=Max("pk"))["last"] or 0
+    stored = listed.filter(pk__lte=up_to)
+    return export_response(
+        fmt=fmt,
+        name=name,
+        errors=errors,
+        columns=columns,
+        rows=lambda: rows(stored),
+        count=lambda: stored.order_by().count(),
+    )

@@ -10,8 +10,10 @@ from django.core.cache import cache
 from django.test import Client
 
 from dashboard.ingest.files import ingest_paths
+from dashboard.models import Session
 from tests.dashboard.alert_fleet import Plan, write_plan
-from tests.dashboard.logs import write_dsh_log
+from tests.dashboard.logs import capture_line, write_dsh_log, write_jsonl
+from tests.projections.cache.whatif.sessions import clock_session, idle_session
 
 
 @pytest.fixture(autouse=True)
@@ -63,5 +65,21 @@ def ingest_plans(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Cal
             with django_capture_on_commit_callbacks(execute=analyse):
                 summary = ingest_paths(paths=[root], source_name=plan.source)
             assert not summary.errors
+
+    return ingest
+
+
+@pytest.fixture
+def ingested(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Callable[..., Session]:
+    """Ingest a hand-built capture session (``clock`` or ``idle``) with its follow-ups (analysis,
+    what-if) run, as a worker runs them on commit."""
+
+    def ingest(name: str = "clock") -> Session:
+        records = clock_session() if name == "clock" else idle_session()
+        path = write_jsonl(tmp_path / f"{name}.jsonl", [capture_line(r) for r in records])
+        with django_capture_on_commit_callbacks(execute=True):
+            summary = ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture")
+        assert not summary.errors, summary.errors
+        return Session.objects.get(external_id=name)
 
     return ingest

@@ -12,6 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 from dashboard.analysis.warnings import warning_stakes_refresh
 from dashboard.costs.pricing import prices_load
 from dashboard.models import Warning
+from tests.dashboard.migration_states import migrated_to, session_with_a_request
 
 BEFORE = [("dashboard", "0020_session_labels")]
 AFTER = [("dashboard", "0021_host_notes_warning_stakes")]
@@ -20,25 +21,8 @@ AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 @pytest.mark.django_db(transaction=True)
 def test_host_log_warnings_become_host_notes_and_the_rest_are_dated_then_staked_by_the_refresh() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    apps = executor.loader.project_state(BEFORE).apps
-    source = apps.get_model("dashboard", "Source").objects.create(name="laptop")
-    session = apps.get_model("dashboard", "Session").objects.create(
-        source=source, external_id="s", format="dsh", warning_count=3
-    )
-    request = apps.get_model("dashboard", "Request").objects.create(
-        session=session,
-        ordinal=0,
-        key="msg_0",
-        provider="anthropic",
-        model="claude-sonnet-4-20250514",
-        started_at=AT,
-        uncached_input_tokens=10,
-        cache_read_tokens=1_000,
-        cache_write_5m_tokens=0,
-        cache_write_1h_tokens=0,
-    )
+    apps = migrated_to(BEFORE)
+    session, request = session_with_a_request(apps, started_at=AT, cache_write_5m_tokens=0, warning_count=3)
     apps.get_model("dashboard", "RequestAnalysis").objects.create(
         request=request, session=session, data={"figures": {"predicted_read": 11_000}}
     )

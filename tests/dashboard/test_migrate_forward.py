@@ -13,6 +13,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 
+from tests.dashboard.migration_states import migrated_to, session_with_a_request
+
 PREVIOUS_RELEASE = [("dashboard", "0035_lz4_toast_compression")]
 AT = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -24,25 +26,8 @@ def _latest() -> list[tuple[str, str]]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_database_at_the_previous_release_migrates_forward_keeping_its_rows() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(PREVIOUS_RELEASE)
-    apps = executor.loader.project_state(PREVIOUS_RELEASE).apps
-    source = apps.get_model("dashboard", "Source").objects.create(name="laptop")
-    session = apps.get_model("dashboard", "Session").objects.create(
-        source=source, external_id="s", format="dsh"
-    )
-    request = apps.get_model("dashboard", "Request").objects.create(
-        session=session,
-        ordinal=0,
-        key="msg_0",
-        provider="anthropic",
-        model="claude-sonnet-4-20250514",
-        started_at=AT,
-        uncached_input_tokens=10,
-        cache_read_tokens=1_000,
-        cache_write_5m_tokens=200,
-        cache_write_1h_tokens=0,
-    )
+    apps = migrated_to(PREVIOUS_RELEASE)
+    session, request = session_with_a_request(apps, started_at=AT, cache_write_5m_tokens=200)
     apps.get_model("dashboard", "RequestAnalysis").objects.create(
         request=request, session=session, wasted_tokens=0, data={"figures": {}}
     )

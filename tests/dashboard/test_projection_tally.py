@@ -12,6 +12,7 @@ from dashboard.refold import tally as projection_tally
 from dashboard.refold.folds import fold_session
 from dashboard.refold.runs import fold_run_create, refold_run
 from dashboard.refold.tally import projection_tallies, projection_tallies_merge
+from tests.dashboard.migration_states import migrated_to
 from tests.dashboard.test_folds import bad_claim_log, conversation, store_events, stored_session
 from tests.dashboard.test_refold import corpus, store_corpus
 
@@ -121,9 +122,7 @@ def test_merging_again_after_more_folds_keeps_the_sums(db: None) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_tallies_the_rows_already_stored_and_reverses() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    apps = executor.loader.project_state(BEFORE).apps
+    apps = migrated_to(BEFORE)
     source = apps.get_model("dashboard", "Source").objects.create(name="laptop")
     session = apps.get_model("dashboard", "Session")
     row = apps.get_model("dashboard", "ProjectionRow").objects

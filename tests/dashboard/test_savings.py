@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,29 +12,11 @@ from django.db.models import Sum
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.ingest.files import ingest_paths
 from dashboard.models import ModelPrice, ScenarioSaving, Session, SessionSavings
 from dashboard.savings.ranking import savings_ranked, sessions_ranked
 from dashboard.savings.refresh import session_savings, session_savings_refresh, session_whatif
-from tests.dashboard.logs import capture_line, write_jsonl
-from tests.projections.cache.whatif.sessions import clock_session, idle_session
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ingested(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Callable[..., Session]:
-    """Ingest a hand-built session with its follow-ups run, as a worker runs them on commit."""
-
-    def ingest(name: str = "clock") -> Session:
-        records = clock_session() if name == "clock" else idle_session()
-        path = write_jsonl(tmp_path / f"{name}.jsonl", [capture_line(r) for r in records])
-        with django_capture_on_commit_callbacks(execute=True):
-            summary = ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture")
-        assert not summary.errors, summary.errors
-        return Session.objects.get(external_id=name)
-
-    return ingest
 
 
 def test_an_analysed_session_keeps_what_each_scenario_would_save(ingested: Callable[..., Session]) -> None:

@@ -22,24 +22,9 @@ from dashboard.models import ModelPrice, Request, RequestAnalysis, ScenarioSavin
 from dashboard.savings.refresh import session_savings_refresh
 from dashboard.web.money import usd
 from tests.dashboard.logs import capture_line, write_jsonl
-from tests.projections.cache.whatif.sessions import clock_session, idle_session
+from tests.projections.cache.whatif.sessions import idle_session
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ingested(tmp_path: Path, django_capture_on_commit_callbacks: Any) -> Callable[..., Session]:
-    """Ingest a hand-built session with its follow-ups (analysis, what-if) run, as a worker would."""
-
-    def ingest(name: str = "clock") -> Session:
-        records = clock_session() if name == "clock" else idle_session()
-        path = write_jsonl(tmp_path / f"{name}.jsonl", [capture_line(r) for r in records])
-        with django_capture_on_commit_callbacks(execute=True):
-            summary = ingest_paths(paths=[path], source_name="laptop", format="anthropic-capture")
-        assert not summary.errors, summary.errors
-        return Session.objects.get(external_id=name)
-
-    return ingest
 
 
 def section(html: str, element_id: str) -> str:

@@ -24,6 +24,7 @@ from dashboard.models import Request, Session, Source, UsageRollup
 from dashboard.sessions.listing import PAGE_SIZE
 from dashboard.sessions.summaries import session_refresh_summary
 from dashboard.templatetags.cachescope import UNREPORTED_TITLE
+from tests.dashboard.migration_states import migrated_to
 
 pytestmark = pytest.mark.django_db
 
@@ -263,9 +264,7 @@ AFTER = [("dashboard", "0033_rollup_read_write_reported")]
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_nulls_the_stored_sums_no_request_reported_and_keeps_reported_zeros() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    apps = executor.loader.project_state(BEFORE).apps
+    apps = migrated_to(BEFORE)
     source = apps.get_model("dashboard", "Source").objects.create(name="farm")
     sessions = {}
     model = apps.get_model("dashboard", "Session")

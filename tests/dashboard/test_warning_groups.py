@@ -14,6 +14,7 @@ from dashboard.analysis.session_warnings import session_warn
 from dashboard.analysis.warnings import warning_stakes_refresh
 from dashboard.costs.pricing import prices_load
 from dashboard.models import Session, Warning, WarningGroup
+from tests.dashboard.migration_states import migrated_to
 from tests.dashboard.test_analysis import START, usage_row
 from tests.dashboard.test_warnings_inbox import session_named, warn
 
@@ -90,9 +91,7 @@ def test_deleting_a_session_removes_its_groups() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_groups_the_warnings_already_stored_and_reverses() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    apps = executor.loader.project_state(BEFORE).apps
+    apps = migrated_to(BEFORE)
     source = apps.get_model("dashboard", "Source").objects.create(name="laptop")
     session = apps.get_model("dashboard", "Session").objects.create(
         source=source, external_id="s", format="dsh"

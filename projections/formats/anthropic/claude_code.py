@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from projections.formats.anthropic.claude_code_state import (
@@ -36,6 +37,7 @@ from projections.formats.reading.resume import (
     CannotResume,
     ReadEnd,
     ResumePoint,
+    resumable_items,
     time_from_json,
     time_to_json,
 )
@@ -180,28 +182,15 @@ def _items(
     title = TranscriptTitle()
     if start is not None:
         transcript_restore(transcript, start.state["transcript"])
-    stop: ResumePoint | None = None
-    offset, lines_before = (start.offset, start.line) if start is not None else (0, 0)
-    with LogLines(path, start=offset, lines_before=lines_before) as log:
-        for line in log.json_lines():
-            if end is not None and not line.terminated:
-                # A last line without its newline may be half written: read it now, as a whole
-                # read would, but take up before it next time.
-                stop = _stop(log, transcript, session)
-            if line.error is not None:
-                yield line.error
-            if line.notice is not None:
-                yield line.notice
-            value = line.value
-            # A subagent's file (the compaction subagent's too) is all sidechain lines, and all its own.
-            if value is not None and (
-                lineage in ("subagent", "compaction") or value.get("isSidechain") is not True
-            ):
-                title.feed(value)
-                yield from transcript.feed(value, line.number)
-        session.crash_tail = log.crash_tail
-        if end is not None and stop is None:
-            stop = _stop(log, transcript, session)
+
+    def own_line(value: dict[str, JSON], number: int) -> Iterator[SessionItem]:
+        # A subagent's file (the compaction subagent's too) is all sidechain lines, and all its own.
+        if lineage in ("subagent", "compaction") or value.get("isSidechain") is not True:
+            title.feed(value)
+            yield from transcript.feed(value, number)
+
+    state = partial(_state, transcript, session) if end is not None else None
+    stop = yield from resumable_items(path, session, start, own_line, state)
     # Read from where an earlier read stopped, the first prompt here is not the session's first: only
     # a name the user or the summariser gave counts.
     session.title = (title.title if start is None else title.named) or session.title
@@ -210,9 +199,9 @@ def _items(
         end.point = stop
 
 
-def _stop(log: LogLines, transcript: Transcript, session: SessionImport) -> ResumePoint:
-    """Where a later read takes up: after the last whole line, in the transcript's state there."""
-    state: dict[str, JSON] = {
+def _state(transcript: Transcript, session: SessionImport) -> dict[str, JSON]:
+    """The state a later read takes up in: the session's facts and the transcript's."""
+    return {
         "version": STATE_VERSION,
         "external_id": session.external_id,
         "cwd": session.cwd,
@@ -221,7 +210,6 @@ def _stop(log: LogLines, transcript: Transcript, session: SessionImport) -> Resu
         "lineage": session.lineage,
         "transcript": transcript_state(transcript),
     }
-    return ResumePoint(log.consumed, log.consumed_lines, state)
 
 
 def _sidechain_places(

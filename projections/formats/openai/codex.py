@@ -24,6 +24,7 @@ counted a second time.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
 from projections.formats.openai.codex_items import (
@@ -36,6 +37,7 @@ from projections.formats.reading.resume import (
     CannotResume,
     ReadEnd,
     ResumePoint,
+    resumable_items,
     time_from_json,
     time_to_json,
 )
@@ -163,31 +165,15 @@ def _items(
     rollout = RolloutReader(str(path), session, head)
     if start is not None:
         rollout_restore(rollout, start.state["rollout"])
-    stop: ResumePoint | None = None
-    offset, lines_before = (start.offset, start.line) if start is not None else (0, 0)
-    with LogLines(path, start=offset, lines_before=lines_before) as log:
-        for line in log.json_lines():
-            if end is not None and not line.terminated:
-                # A last line without its newline may be half written: read it now, as a whole
-                # read would, but take up before it next time.
-                stop = _stop(log, rollout, head)
-            if line.error is not None:
-                yield line.error
-            if line.notice is not None:
-                yield line.notice
-            if line.value is not None:
-                yield from rollout.feed(line.value, line.number)
-        session.crash_tail = log.crash_tail
-        if end is not None and stop is None:
-            stop = _stop(log, rollout, head)
+    state = partial(_state, rollout, head) if end is not None else None
+    stop = yield from resumable_items(path, session, start, rollout.feed, state)
     yield from rollout.finish()
     if end is not None:
         end.point = stop
 
 
-def _stop(log: LogLines, rollout: RolloutReader, head: RolloutHead) -> ResumePoint:
-    """Where a later read takes up: after the last whole line, in the rollout's state there."""
+def _state(rollout: RolloutReader, head: RolloutHead) -> dict[str, JSON]:
+    """The state a later read takes up in: the rollout's head and the reader's."""
     facts = {name: getattr(head, name) for name in RolloutHead.__dataclass_fields__}
     facts["started_at"] = time_to_json(head.started_at)
-    state: dict[str, JSON] = {"version": STATE_VERSION, "head": facts, "rollout": rollout_state(rollout)}
-    return ResumePoint(log.consumed, log.consumed_lines, state)
+    return {"version": STATE_VERSION, "head": facts, "rollout": rollout_state(rollout)}

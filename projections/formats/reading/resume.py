@@ -13,10 +13,13 @@ size and hashes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
-from projections.normalized import JSON, Usage
+from projections.formats.reading.lines import LogLines
+from projections.normalized import JSON, SessionImport, SessionItem, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,40 @@ class ReadEnd:
 
 class CannotResume(ValueError):
     """The file holds something its reader can only read from the start (named in the message)."""
+
+
+def resumable_items(
+    path: Path,
+    session: SessionImport,
+    start: ResumePoint | None,
+    feed: Callable[[dict[str, JSON], int], Iterable[SessionItem]],
+    state: Callable[[], dict[str, JSON]] | None,
+) -> Generator[SessionItem, None, ResumePoint | None]:
+    """What ``feed`` makes of each line of ``path`` after ``start`` (of every line without one), with
+    the lines' errors and notices in their place; returns where a later read takes up.
+
+    ``feed`` is given each decoded line and its number. ``state`` gives the reader's state between two
+    lines, kept in the point; ``None`` when the file is to be read whole next time, and then no point
+    is returned. The log's crash tail is set on ``session``.
+    """
+    stop: ResumePoint | None = None
+    offset, lines_before = (start.offset, start.line) if start is not None else (0, 0)
+    with LogLines(path, start=offset, lines_before=lines_before) as log:
+        for line in log.json_lines():
+            if state is not None and not line.terminated:
+                # A last line without its newline may be half written: read it now, as a whole
+                # read would, but take up before it next time.
+                stop = ResumePoint(log.consumed, log.consumed_lines, state())
+            if line.error is not None:
+                yield line.error
+            if line.notice is not None:
+                yield line.notice
+            if line.value is not None:
+                yield from feed(line.value, line.number)
+        session.crash_tail = log.crash_tail
+        if state is not None and stop is None:
+            stop = ResumePoint(log.consumed, log.consumed_lines, state())
+    return stop
 
 
 def time_to_json(value: datetime | None) -> str | None:
