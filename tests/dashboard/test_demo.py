@@ -116,6 +116,8 @@ def test_the_demo_command_sets_up_a_login_and_ingests_once(settings: object) -> 
     first = Session.objects.count()
     assert first >= 30
     assert "log in as demo / " in out.getvalue()
+    # The link opens the overview on a range that holds the demo's sessions, whatever today is.
+    assert "Open http://127.0.0.1:8000/?range=all and log in" in out.getvalue()
     password = out.getvalue().split("log in as demo / ")[1].split()[0]
     assert get_user_model().objects.get(username="demo").check_password(password)
 

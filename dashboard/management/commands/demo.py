@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from dashboard.demo import write_demo_dataset
+from dashboard.demo.clock import DEMO_EPOCH
 from dashboard.ingest.files import ingest_paths
 
 DEMO_USER = "demo"
@@ -45,8 +46,13 @@ class Command(BaseCommand):
             call_command("collectstatic", interactive=False, verbosity=0)
         password = self._demo_password()
         host = options["addrport"]
+        # The dataset is deterministic, so its sessions keep the days they were generated for: the
+        # overview's default range, the last days, would open empty on it.
         self.stdout.write(
-            self.style.SUCCESS(f"\nOpen http://{host}/ and log in as {DEMO_USER} / {password}\n")
+            self.style.SUCCESS(
+                f"\nOpen http://{host}/?range=all and log in as {DEMO_USER} / {password}\n"
+                f"(the demo's sessions are dated from {DEMO_EPOCH:%Y-%m-%d}: the link shows all time)\n"
+            )
         )
         if not options["no_serve"]:
             call_command("runserver", host, use_reloader=False)
