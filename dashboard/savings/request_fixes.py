@@ -27,7 +27,8 @@ class RequestFix:
     saving: Decimal | None
     """The request's cost as recorded by the rules minus its cost under the scenario."""
     changed: bool
-    """Whether the scenario sends this request otherwise than recorded."""
+    """Whether the request's usage under the scenario differs from its usage as recorded (a
+    scenario may move its markers and still read and write the same)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class RequestFixes:
 
     @property
     def changed(self) -> int:
-        """How many scenarios change this request."""
+        """How many scenarios change this request's usage."""
         return sum(fix.changed for fix in self.fixes)
 
 

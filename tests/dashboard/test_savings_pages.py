@@ -184,9 +184,17 @@ def test_the_request_page_shows_what_each_fix_would_read_write_and_save_on_it(
     assert recorded[5] == usd(recorded_cost)
     assert stable[5:7] == [usd(stable_cost), usd(recorded_cost - stable_cost)]
     # The ttl-1h world changes nothing this request reads: it only writes at the dearer rate.
-    assert "unchanged" not in rows["ttl-1h"]
-    assert "unchanged" not in rows["stable-prefix"]
+    assert "same usage" not in rows["ttl-1h"]
+    assert "same usage" not in rows["stable-prefix"]
     assert f'href="{session.get_absolute_url()}#session-fixes"' in table
+
+    # Request 1 has no predecessor to read: moving the clock leaves its usage as it was.
+    first = section(
+        viewer_client.get(session.requests.get(ordinal=0).get_absolute_url()).content.decode(),
+        "request-fixes",
+    )
+    stable_first = first.split('<tr data-scenario="stable-prefix"', 1)[1].split("</tr>", 1)[0]
+    assert "same usage" in stable_first
 
 
 def test_a_request_whose_session_has_no_fix_figures_says_so(
