@@ -106,15 +106,21 @@ def session_find(reference: str) -> Session:
     return named[0]
 
 
-def session_whatif(*, session: Session, scenarios: Iterable[str] | None = None) -> WhatIf:
-    """The what-if of a stored session, read from the store without changing it."""
-    return whatif_inputs(stored_inputs(session), prices=prices_load(), scenarios=scenarios)
+def session_whatif(
+    *, session: Session, scenarios: Iterable[str] | None = None, prices: Sequence[Price] | None = None
+) -> WhatIf:
+    """The what-if of a stored session, read from the store without changing it; at ``prices``
+    (the price table's, read here when not given)."""
+    table = prices_load() if prices is None else prices
+    return whatif_inputs(stored_inputs(session), prices=table, scenarios=scenarios)
 
 
-def savings_inputs_key(session: Session) -> str:
+def savings_inputs_key(session: Session, *, prices_key: str | None = None) -> str:
     """What a session's figures are made from: the rules' version, its requests and analysis
-    (:func:`~dashboard.costs.session_costs.inputs_key_of`) and the price table's state."""
-    return f"{RULES_VERSION}:{prices_version()}:{inputs_key_of(session)}"[:255]
+    (:func:`~dashboard.costs.session_costs.inputs_key_of`) and the price table's state
+    (``prices_key``, :func:`prices_version`, read here when not given)."""
+    table = prices_version() if prices_key is None else prices_key
+    return f"{RULES_VERSION}:{table}:{inputs_key_of(session)}"[:255]
 
 
 def session_savings(*, session: Session) -> SessionSavings:
@@ -126,18 +132,27 @@ def session_savings(*, session: Session) -> SessionSavings:
     return SessionSavings.objects.get(session=session)
 
 
-def session_savings_refresh(*, session_id: int, force: bool = False) -> bool:
+def session_savings_refresh(
+    *,
+    session_id: int,
+    force: bool = False,
+    prices: Sequence[Price] | None = None,
+    prices_key: str | None = None,
+) -> bool:
     """Replay session ``session_id`` and store its figures; ``False`` when it is gone, or its
     figures were current already (unless ``force``). Safe to run twice or from several workers:
-    the rows are replaced in one transaction, under a lock of the session's row."""
+    the rows are replaced in one transaction, under a lock of the session's row.
+
+    ``prices`` and ``prices_key``: the price table and its :func:`prices_version`, given by a caller
+    that refreshes many sessions so that each does not read them again."""
     session = Session.objects.filter(pk=session_id).select_related("analysis").first()
     if session is None:
         return False
-    key = savings_inputs_key(session)
+    key = savings_inputs_key(session, prices_key=prices_key)
     if not force and SessionSavings.objects.filter(session=session, inputs_key=key).exists():
         return False
     try:
-        whatif: WhatIf | None = session_whatif(session=session)
+        whatif: WhatIf | None = session_whatif(session=session, prices=prices)
         error = ""
     except (NoRequestsError, UnpricedModelError) as problem:
         whatif, error = None, str(problem)
@@ -152,16 +167,20 @@ def sessions_savings_refresh(*, session_ids: Sequence[int]) -> int:
     are still made; a database that cannot be reached stops them all, for the task to retry.
     """
     made = 0
+    # Read once for the batch: a first ingest refreshes hundreds of sessions, each of which read
+    # the table twice.
+    prices, prices_key = prices_load(), prices_version()
     for session_id in dict.fromkeys(session_ids):
         try:
-            made += session_savings_refresh(session_id=session_id)
+            made += session_savings_refresh(session_id=session_id, prices=prices, prices_key=prices_key)
         except OperationalError:
             raise
         except Exception as problem:
             log.exception("what-if of session %s failed", session_id)
             session = Session.objects.filter(pk=session_id).select_related("analysis").first()
             if session is not None:
-                _store(session, savings_inputs_key(session), None, f"{type(problem).__name__}: {problem}")
+                key = savings_inputs_key(session, prices_key=prices_key)
+                _store(session, key, None, f"{type(problem).__name__}: {problem}")
     return made
 
 
