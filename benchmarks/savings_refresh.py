@@ -4,10 +4,12 @@ sessions' figures: the refresh reads and writes that session's rows only, so the
     python benchmarks/savings_refresh.py [--sessions 100000] [--requests 120] [--runs 15]
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cachescope_savings python benchmarks/savings_refresh.py
 
-With no ``DATABASE_URL`` it runs on the embedded default, SQLite in a scratch data folder; with one
-it uses that database, which it creates if missing and empties first (never point it at a store you
-keep). It ingests one generated anthropic-capture session (``benchmarks/whatif.py``'s generator, a
-clock line in the system prompt and idle pauses, so every scenario has something to price) through
+With no ``DATABASE_URL`` it runs on the embedded default, SQLite in a scratch data folder (always
+one of its own, whatever ``CACHESCOPE_DATA_DIR`` says); with one it uses that database, which it
+creates if missing and empties first (never point it at a store you keep).
+
+It ingests one generated anthropic-capture session (``benchmarks/whatif.py``'s generator, a clock
+line in the system prompt and idle pauses, so every scenario has something to price) through
 the real ingest, whose follow-ups analyse it and make its figures, then times
 :func:`~dashboard.savings.refresh.session_savings_refresh` of it, forced, wall and CPU (median of
 ``--runs``): replaying its requests and replacing its rows. It then stores ``--sessions`` other
@@ -34,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-os.environ.setdefault("CACHESCOPE_DATA_DIR", tempfile.mkdtemp(prefix="cachescope-savings-"))
+# Always a scratch folder: the benchmark empties its database, which must never be a kept store.
+os.environ["CACHESCOPE_DATA_DIR"] = tempfile.mkdtemp(prefix="cachescope-savings-")
 
 SCENARIOS = ("as-recorded", "stable-prefix", "ttl-1h", "rolling-breakpoint", "best")
 CAUSES = ("", "prefix-changed@system", "ttl-expired", "prefix-changed@messages")

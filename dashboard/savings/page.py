@@ -77,9 +77,11 @@ RANKINGS_CACHE_SECONDS: Final = 60
 def rankings(
     query: SavingsQuery, window: TimeWindow | None, sessions: QuerySet[Session]
 ) -> list[tuple[RankBy, str, list[RankedSaving]]]:
-    """Each ranking of the page, over ``sessions`` (those active in ``window``): one query each,
-    from the cache while no session's figures were made since; a minute at most, for a session
-    deleted with its figures.
+    """Each ranking of the page, over ``sessions`` (those active in ``window``, as
+    :func:`range_sessions` gives them): one query each, from the cache while no session's figures
+    were made since. For a minute at most it may miss a change the key does not name: a session
+    deleted with its figures or moved to another source, or a refresh that began before the newest
+    one and committed after it.
 
     At 100,000 sessions the four aggregates read every scenario row of the range, about a second
     on each view of the page, while the figures change only as sessions are analysed.

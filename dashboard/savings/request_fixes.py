@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.db.models.fields.json import KeyTransform
+
 from dashboard.costs.pricing import prices_load
 from dashboard.models import Request, SessionSavings
-from projections.cache.whatif.scenarios import AS_RECORDED, BEST
+from projections.cache.whatif.scenarios import AS_RECORDED, BEST, SCENARIO_NAMES
 from projections.money import Price, Tokens, price_match, saving, usage_cost
 
 
@@ -33,10 +35,12 @@ class RequestFix:
 
 @dataclass(frozen=True, slots=True)
 class RequestFixes:
-    """The request as the rules price it, and under each supported scenario, the most saved first."""
+    """The request as the rules price it, and under each supported scenario, the most saved first;
+    or, with neither, why there are no figures (``unavailable``)."""
 
-    recorded: RequestFix
+    recorded: RequestFix | None
     fixes: list[RequestFix]
+    unavailable: str = ""
 
     @property
     def changed(self) -> int:
@@ -44,42 +48,62 @@ class RequestFixes:
         return sum(fix.changed for fix in self.fixes)
 
 
-def request_fixes(call: Request) -> RequestFixes | None:
-    """The request's figures by scenario; ``None`` when its session has none kept, or none for it
-    (a session whose figures predate them, or a request the replay could not take)."""
-    savings = (
-        SessionSavings.objects.filter(session_id=call.session_id, error="")
-        .only("request_tokens", "results")
+NOT_YET = "its session's what-if figures are made once the session is analysed"
+BEFORE_PER_REQUEST = (
+    "its session's what-if figures were made before figures per request were kept: "
+    "they are made again when the session is analysed again (manage.py reanalyse)"
+)
+NOT_REPLAYED = "the replay did not take this request (no usage was reported for it)"
+
+
+def request_fixes(call: Request) -> RequestFixes:
+    """The request's figures by scenario, read from its session's stored figures: this request's
+    entries only (one query), not the session's whole table."""
+    entries = {name: KeyTransform(call.key, KeyTransform(name, "request_tokens")) for name in SCENARIO_NAMES}
+    row = (
+        SessionSavings.objects.filter(session_id=call.session_id)
+        .values("pk", "error", "results", **{f"tokens_{n}": e for n, e in enumerate(entries.values())})
         .first()
     )
-    if savings is None:
-        return None
-    by_scenario = savings.request_tokens or {}
-    recorded_tokens = by_scenario.get(AS_RECORDED, {}).get(call.key)
+    if row is None:
+        return RequestFixes(None, [], NOT_YET)
+    if row["error"]:
+        return RequestFixes(None, [], f"its session has no what-if figures: {row['error']}")
+    tokens = {name: _tokens(row[f"tokens_{n}"]) for n, name in enumerate(entries)}
+    recorded_tokens = tokens[AS_RECORDED]
     if recorded_tokens is None:
-        return None
+        kept = SessionSavings.objects.filter(pk=row["pk"], request_tokens__has_key=AS_RECORDED).exists()
+        return RequestFixes(None, [], NOT_REPLAYED if kept else BEFORE_PER_REQUEST)
     price = price_match(model=call.model, prices=prices_load())
-    recorded = _fix(AS_RECORDED, (), Tokens(*recorded_tokens), None, price, changed=False)
+    recorded = _fix(AS_RECORDED, (), recorded_tokens, None, price, changed=False)
     fixes = []
-    for result in savings.results:
-        name = str(result.get("scenario", ""))
-        if name == AS_RECORDED or not result.get("supported") or name not in by_scenario:
+    for result in row["results"] if isinstance(row["results"], list) else []:
+        name = result.get("scenario") if isinstance(result, dict) else None
+        if name not in entries or name == AS_RECORDED or not result.get("supported"):
             continue
         combination = result.get("combination")
-        changed = by_scenario[name].get(call.key)
-        tokens = Tokens(*changed) if changed is not None else recorded.tokens
+        changed = tokens[name]
         fixes.append(
             _fix(
                 name,
                 tuple(str(n) for n in combination) if isinstance(combination, list) else (),
-                tokens,
+                changed if changed is not None else recorded.tokens,
                 recorded.cost,
                 price,
                 changed=changed is not None,
             )
         )
     fixes.sort(key=lambda fix: (-(fix.saving or 0), fix.scenario != BEST, fix.scenario))
-    return RequestFixes(recorded=recorded, fixes=fixes)
+    return RequestFixes(recorded, fixes)
+
+
+def _tokens(value: object) -> Tokens | None:
+    """A stored entry as usage; ``None`` for none, or for one not of the shape the refresh writes."""
+    if not isinstance(value, list) or len(value) != len(Tokens._fields):
+        return None
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        return None
+    return Tokens(*value)
 
 
 def _fix(

@@ -250,6 +250,29 @@ def test_a_grown_dsh_log_is_read_from_its_offset(tmp_path: Path) -> None:
     assert stored() == fresh(log)
 
 
+def test_a_rewritten_file_s_session_keeps_what_a_grown_file_read_after_it_holds(tmp_path: Path) -> None:
+    # The other file has grown as well, so it is queued to be taken up from its state: rewriting
+    # the first forgets that state, and the second is read whole instead, in the same walk.
+    lines = conversation(4)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write(first, lines[:4])
+    write(second, lines[:6])
+    ingest(tmp_path)
+
+    write(first, lines[:1])
+    write(second, lines)
+    again = ingest(tmp_path)
+
+    assert again.errors == []
+    assert again.files is not None
+    assert (again.files.rewritten, again.files.resumed) == (1, 0)
+    assert stored() == fresh(tmp_path)
+    # Both files' states are recorded as read: the next ingest skips them.
+    unchanged = ingest(tmp_path)
+    assert unchanged.files is not None
+    assert unchanged.files.unchanged == 2
+
+
 def test_a_rewritten_file_s_session_keeps_what_another_file_holds_of_it(tmp_path: Path) -> None:
     # Two files holding lines of one session (a transcript and a copy that went on): rewriting the
     # first deletes the session, and the second is read again, so nothing it holds is lost.

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.db.models import Max, Sum
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.ingest.files import ingest_paths
@@ -197,17 +199,48 @@ def test_the_request_page_shows_what_each_fix_would_read_write_and_save_on_it(
     assert "same usage" in stable_first
 
 
-def test_a_request_whose_session_has_no_fix_figures_says_so(
-    ingested: Callable[..., Session], viewer_client: Client
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        # Figures kept before figures per request were: they come back with the next analysis.
+        ({"request_tokens": {}}, "made before figures per request were kept"),
+        (
+            {"error": "no price for model 'claude-x'", "request_tokens": {}},
+            "no price for model &#x27;claude-x&#x27;",
+        ),
+        # An entry not of the shape the refresh writes is no figure, not a 500.
+        ({"request_tokens": {"as-recorded": {"msg_5": ["ten", 0, 0, 0, 0]}}}, "did not take this request"),
+    ],
+    ids=["before-per-request", "session-error", "malformed"],
+)
+def test_a_request_without_fix_figures_says_why(
+    ingested: Callable[..., Session], viewer_client: Client, change: dict[str, Any], reason: str
 ) -> None:
     session = ingested("clock")
-    SessionSavings.objects.filter(session=session).update(request_tokens={})
+    SessionSavings.objects.filter(session=session).update(**change)
     call = session.requests.get(ordinal=4)
 
-    table = section(viewer_client.get(call.get_absolute_url()).content.decode(), "request-fixes")
+    response = viewer_client.get(call.get_absolute_url())
 
-    assert "No figures for this request yet" in table
+    assert response.status_code == 200
+    table = section(response.content.decode(), "request-fixes")
+    assert reason in table.split('id="request-fixes-unavailable">', 1)[1].split("</p>", 1)[0]
     assert "<table" not in table
+
+
+def test_a_request_page_reads_its_own_fix_figures_in_one_query(
+    ingested: Callable[..., Session], django_assert_max_num_queries: Any
+) -> None:
+    from dashboard.savings.request_fixes import request_fixes
+
+    session = ingested("clock")
+    call = session.requests.get(ordinal=4)
+
+    with django_assert_max_num_queries(2):  # the figures, and the price table
+        fixes = request_fixes(call)
+
+    assert fixes.recorded is not None
+    assert {fix.scenario for fix in fixes.fixes} >= {"stable-prefix", "ttl-1h", "best"}
 
 
 def test_a_request_not_yet_analysed_shows_no_cost_rather_than_0(
@@ -331,6 +364,9 @@ def test_the_savings_page_shows_figures_made_again_on_its_next_view(
     before = SessionSavings.objects.get(session=clock).best_saving
     assert before is not None
     assert laptop_saving() == usd(before)  # read, and kept for the next views
+    with CaptureQueriesContext(connection) as kept:
+        assert laptop_saving() == usd(before)
+    assert not any("dashboard_scenariosaving" in query["sql"] for query in kept.captured_queries)
 
     # Dearer writes make the clock's rewrites dearer, so moving the clock saves more; the range,
     # the sessions and their requests stay as they were.

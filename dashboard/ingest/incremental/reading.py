@@ -126,6 +126,7 @@ class ChangedFiles:
         # What one walk of imports() did that a second walk, a deadlocked job's retry, must not
         # undo or count again: see imports().
         self._reader_states_read: set[Path] = set()
+        self._walking = -1
         self._sessions_deleted: set[Path] = set()
 
     def _look(self, root: Path, states: dict[str, FileState]) -> Iterator[_Pending]:
@@ -154,13 +155,15 @@ class ChangedFiles:
         """Every session of every changed file in turn.
 
         Walked again, by the retry of a job that deadlocked, it reads the same files from the same
-        points: each file's state as it was before the job, not as the failed walk committed it.
+        points: each file's state as the first walk read it, not as that walk committed it.
         So the rows that walk committed are found again as duplicates, which the job then counts
         as its own (``IngestSummary.include_earlier``), and the files are counted once.
         """
         self.errors[:] = self._looked_errors
         self.counts.resumed = self.counts.whole = self.counts.rewritten = 0
-        for pending in self.pending:
+        # By index: a rewritten file may queue or change the entries after the one being read.
+        for index, pending in enumerate(self.pending):
+            self._walking = index
             yield from self._file(pending)
 
     def _file(self, pending: _Pending) -> Iterator[SessionImport]:
@@ -183,7 +186,8 @@ class ChangedFiles:
                 Session.objects.filter(source=self.source, external_id__in=state.session_ids).delete()
                 self._read_again_sharing(state)
                 # Once committed, a second walk would delete what the first stored from the new bytes.
-                transaction.on_commit(lambda: self._sessions_deleted.add(path))
+                # Robust: a follow-up callback of the same commit that fails must not skip it.
+                transaction.on_commit(lambda: self._sessions_deleted.add(path), robust=True)
         point = resume_point(state) if state is not None and look.change is Change.GROWN else None
         if state is not None and format_name != state.format:
             point = None
@@ -225,12 +229,20 @@ class ChangedFiles:
         if not sharing:
             return
         FileState.objects.filter(pk__in=[other.pk for other in sharing]).delete()
-        queued = {pending.path for pending in self.pending}
+        queued = {pending.path: index for index, pending in enumerate(self.pending)}
         for other in sharing:
             path = Path(other.path)
-            if path not in queued and path.is_file():
-                # Appended to the list imports() walks, so this ingest reads it too.
-                self.pending.append(_Pending(path, path.stat(), FileLook(Change.NEW), None))
+            if not path.is_file():
+                continue
+            again = _Pending(path, path.stat(), FileLook(Change.NEW), None)
+            index = queued.get(path)
+            if index is not None and index > self._walking:
+                # Still to be read in this walk, from the state just forgotten: read it whole.
+                self.pending[index] = again
+            else:
+                # Not queued, or read already in this walk: appended to the list imports() walks,
+                # so this ingest reads it (again) whole.
+                self.pending.append(again)
 
     def _sessions(
         self, path: Path, format_name: str, point: ResumePoint | None, end: ReadEnd
