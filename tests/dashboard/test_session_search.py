@@ -16,6 +16,7 @@ from django.urls import reverse
 from dashboard.ingest.files import ingest_paths
 from dashboard.models import Event, Session
 from tests.dashboard.logs import dsh_lines, write_jsonl
+from tests.projections.formats.conftest import transcript_line
 
 pytestmark = pytest.mark.django_db
 
@@ -23,19 +24,7 @@ SESSION = "6c1f0e2a-93b4-4d57-8e1a-0f2b3c4d5e6f"
 
 
 def line(kind: str, uuid: str, content: Any, **extra: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": kind, "content": content}
-    if kind == "assistant":
-        message.update(id=f"msg-{uuid}", model="claude-sonnet-4-5-20250929", usage={"input_tokens": 3})
-    return {
-        "type": kind,
-        "uuid": uuid,
-        "parentUuid": None,
-        "sessionId": SESSION,
-        "timestamp": "2026-06-01T10:00:00.000Z",
-        "cwd": "/srv/app",
-        "message": message,
-        **extra,
-    }
+    return transcript_line(kind, uuid, content, session=SESSION, **extra)
 
 
 def transcript(folder: Path, *, summary: str | None) -> Path:

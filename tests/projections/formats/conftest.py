@@ -32,6 +32,23 @@ def event(seq: int, kind: str = "turn/start", **extra: Any) -> dict[str, Any]:
     return {"type": kind, "seq": seq, "time": 1_767_000_000_000 + seq, "data": {"turn": 1}, **extra}
 
 
+def transcript_line(kind: str, uuid: str, content: Any, *, session: str, **extra: Any) -> dict[str, Any]:
+    """A Claude Code transcript line of a user or assistant message of ``session``."""
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=f"msg-{uuid}", model="claude-sonnet-4-5-20250929", usage={"input_tokens": 3})
+    return {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": None,
+        "sessionId": session,
+        "timestamp": "2026-06-01T10:00:00.000Z",
+        "cwd": "/srv/app",
+        "message": message,
+        **extra,
+    }
+
+
 def jsonl(rows: Iterable[dict[str, Any] | str]) -> bytes:
     """Rows as JSON lines; a string row is written verbatim (for broken lines)."""
     return b"".join((row if isinstance(row, str) else json.dumps(row)).encode() + b"\n" for row in rows)

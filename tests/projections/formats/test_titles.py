@@ -13,6 +13,7 @@ from projections.formats import read_sessions
 from projections.formats.reading.titles import TITLE_LENGTH, prompt_title
 from projections.normalized import SessionImport
 from tests.projections.formats.conftest import FIXTURES, event, header, jsonl
+from tests.projections.formats.conftest import transcript_line as claude_code_line
 
 SESSION = "3f9d1c2e-7a44-4b1e-9d0a-5c6e7f8a9b01"
 USER = {"kind": "user"}
@@ -29,20 +30,7 @@ def read_titled(path: Path) -> list[SessionImport]:
 
 
 def transcript_line(kind: str, uuid: str, content: Any, **extra: Any) -> dict[str, Any]:
-    """A Claude Code transcript line of a user or assistant message."""
-    message: dict[str, Any] = {"role": kind, "content": content}
-    if kind == "assistant":
-        message.update(id=f"msg-{uuid}", model="claude-sonnet-4-5-20250929", usage={"input_tokens": 3})
-    return {
-        "type": kind,
-        "uuid": uuid,
-        "parentUuid": None,
-        "sessionId": SESSION,
-        "timestamp": "2026-06-01T10:00:00.000Z",
-        "cwd": "/srv/app",
-        "message": message,
-        **extra,
-    }
+    return claude_code_line(kind, uuid, content, session=SESSION, **extra)
 
 
 def conversation(*, first: str = "Fix the flaky login test in auth/tests.py") -> list[dict[str, Any]]:
