@@ -128,19 +128,25 @@ def test_a_third_party_endpoint_reading_nothing_names_the_block_with_the_remedy(
     assert said.remedy == REMEDY
 
 
-def test_an_endpoint_that_reads_on_past_a_changed_block_is_said_to_ignore_it(tmp_path: Path) -> None:
-    history = turns("first party", 5)
-    first = claude_code_body(history[:3], attribution=billing("a3f", "36ee5"))
-    second = claude_code_body(history, attribution=billing("a3f", "0aaa9"))
+def read_back_calls(tmp_path: Path, topic: str, *, first_cch: str, second_cch: str) -> Path:
+    """Two calls 30 s apart whose attribution blocks carry ``first_cch`` and ``second_cch``, the
+    second reading all but 3 tokens of the prompt the first wrote."""
+    history = turns(topic, 5)
+    first = claude_code_body(history[:3], attribution=billing("a3f", first_cch))
+    second = claude_code_body(history, attribution=billing("a3f", second_cch))
     held = sum(split(first, read=0).values())
-    path = write_captures(
+    return write_captures(
         tmp_path / "calls.jsonl",
         [
             capture(first, split(first, read=0), key="r0", seconds=0),
-            # The first-party API served the whole previous prompt though cch changed.
             capture(second, split(second, read=held - 3), key="r1", seconds=30),
         ],
     )
+
+
+def test_an_endpoint_that_reads_on_past_a_changed_block_is_said_to_ignore_it(tmp_path: Path) -> None:
+    # The first-party API served the whole previous prompt though cch changed.
+    path = read_back_calls(tmp_path, "first party", first_cch="36ee5", second_cch="0aaa9")
 
     (results,) = analysed(path).values()
     said = verdict(results[1].data, has_body=True)
@@ -155,17 +161,7 @@ def test_an_endpoint_that_reads_on_past_a_changed_block_is_said_to_ignore_it(tmp
 
 
 def test_a_block_that_stays_the_same_in_a_session_is_no_finding(tmp_path: Path) -> None:
-    history = turns("stable", 5)
-    first = claude_code_body(history[:3], attribution=billing("a3f", "00000"))
-    second = claude_code_body(history, attribution=billing("a3f", "00000"))
-    held = sum(split(first, read=0).values())
-    path = write_captures(
-        tmp_path / "calls.jsonl",
-        [
-            capture(first, split(first, read=0), key="r0", seconds=0),
-            capture(second, split(second, read=held - 3), key="r1", seconds=30),
-        ],
-    )
+    path = read_back_calls(tmp_path, "stable", first_cch="00000", second_cch="00000")
 
     (results,) = analysed(path).values()
 
