@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from dashboard.sessions.breakdown_chart import session_breakdown_chart
 from dashboard.sessions.breakdown_series import BreakdownPoint, BreakdownSeries, ReplacementMarker
-from dashboard.web.charts import warnings_by_kind_chart
+from dashboard.web.charts import base_layout, warnings_by_kind_chart
 
 # --- context breakdown -------------------------------------------------------------------------------
 
@@ -126,3 +128,10 @@ def test_a_large_warning_count_keeps_automatic_ticks_but_labels_only_whole_count
     axis = warnings_by_kind_chart([("unexplained-miss", 4_000), ("render-mismatch", 3)])["layout"]["yaxis"]
     assert (axis["tickformat"], axis["rangemode"]) == (",d", "tozero")
     assert "dtick" not in axis
+
+
+def test_a_charts_box_is_as_tall_before_it_is_drawn_as_after() -> None:
+    # Charts draw as they near the screen: a box that grew then would move the links below it.
+    css = (Path(__file__).resolve().parents[2] / "static" / "css" / "cachescope.css").read_text()
+    (reserved,) = re.findall(r"\.chart \{[^}]*min-height: (\d+)px", css)
+    assert int(reserved) == base_layout("t", y="y")["height"]
