@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dashboard.models import Block, Request
 from projections.cache.render.rebuild import StoredRequest, StoredRequestError, rebuild_request
 from projections.cache.render.rendered_request import RenderedRequest
+from projections.cache.render.rendering import Renderer
 from projections.normalized import JSON, RequestRecord, Usage
 from projections.providers.diagnosis import ProviderDiagnosis
 
@@ -126,6 +127,7 @@ class StoredBodies:
         self._read_until = 0
         self._units: dict[str, tuple[list[list[JSON]], list[dict[str, JSON]], dict[str, JSON]]] = {}
         self._raws: dict[str, JSON] = {}
+        self._renderer = Renderer()
 
     def has_body(self, record: RequestRecord) -> bool:
         """Whether the request's row keeps a body."""
@@ -150,7 +152,7 @@ class StoredBodies:
         stored = StoredRequest(
             ref=row.pk, record=record, params=params, units=units, markers=markers, has_body=row.has_body
         )
-        rebuilt, rendered = rebuild_request(stored, self._raws)
+        rebuilt, rendered = rebuild_request(stored, self._raws, self._renderer)
         assert rendered is not None  # a row with a body rebuilds to a rendering or raises
         return rebuilt, rendered
 

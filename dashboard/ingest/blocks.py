@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.models import Block
-from projections.cache.render.rendering import render_request
+from projections.cache.render.rendering import Renderer
 from projections.normalized import RequestRecord
 
 
@@ -30,6 +30,9 @@ class BlockStore:
         self._known: set[str] = set()
         self._written: set[str] = set()  # written inside the open transaction, not yet committed
         self._pending: dict[str, Block] = {}
+        # Requests come in the order they were logged, so each takes the messages it shares with
+        # the last few from their renderings.
+        self._renderer = Renderer()
 
     def render(self, record: RequestRecord) -> StoredRendering:
         """Render ``record``'s body into units, queue its unseen blocks, and return the row's fields.
@@ -38,7 +41,7 @@ class BlockStore:
         tokens are calibrated to the provider's reported prompt total when usage is present.
         """
         assert record.body is not None
-        rendered = render_request(record.provider, record.api, record.body, usage=record.usage)
+        rendered = self._renderer.render(record.provider, record.api, record.body, usage=record.usage)
         # Consecutive requests of a conversation re-send their history: only the units whose hash
         # this store has not met yet are copied out of the rendering.
         for i, block_hash in enumerate(rendered.block_hashes):

@@ -38,7 +38,7 @@ from projections.cache.predict.lineage import LineageAssigner
 from projections.cache.predict.prediction import CachePredictor
 from projections.cache.render.diff import RequestDiff, TierShare, cacheability, diff_requests
 from projections.cache.render.rendered_request import RenderedRequest, Tier
-from projections.cache.render.rendering import render_request
+from projections.cache.render.rendering import Renderer
 from projections.normalized import JSON, RequestRecord
 
 
@@ -146,11 +146,12 @@ def analyse_lineage(
     the moment it was written, so a request can read it (see :mod:`projections.cache.cross_session`).
     """
     given = renderings or {}
+    renderer = Renderer()
 
     def render(request: RequestRecord) -> RenderedRequest | None:
         if request.body is None:
             return None
-        return given.get(request.key) or render_request(
+        return given.get(request.key) or renderer.render(
             request.provider, request.api, request.body, usage=request.usage
         )
 

@@ -30,7 +30,7 @@ from projections.cache.predict.client_records import (
 from projections.cache.render.rebuild import StoredRequestError
 from projections.cache.render.render_record import RecordMarker, render_record
 from projections.cache.render.rendered_request import RenderedRequest
-from projections.cache.render.rendering import render_request
+from projections.cache.render.rendering import Renderer
 from projections.cache.results import (
     CLIENT_RECORD_PLACE,
     Finding,
@@ -107,13 +107,14 @@ class _CarriedBodies:
 
     def __init__(self, renderings: Mapping[str, RenderedRequest]) -> None:
         self._renderings = renderings
+        self._renderer = Renderer()
 
     def has_body(self, record: RequestRecord) -> bool:
         return record.body is not None
 
     def render(self, record: RequestRecord) -> RenderedRequest:
         assert record.body is not None
-        return self._renderings.get(record.key) or render_request(
+        return self._renderings.get(record.key) or self._renderer.render(
             record.provider, record.api, record.body, usage=record.usage
         )
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -334,8 +335,12 @@ def family_of(model: str) -> ModelRule | None:
     return next((rule for rule in MODEL_RULES if rule.matches(model)), None)
 
 
+@lru_cache(maxsize=512)
 def keeps_only_last_turn_thinking(model: str) -> bool:
-    """Whether a Claude model strips the thinking blocks of earlier assistant turns from its prompt."""
+    """Whether a Claude model strips the thinking blocks of earlier assistant turns from its prompt.
+
+    Asked once per request rendered, of a handful of model ids: the answer is kept per id, since
+    matching it against every row costs a request as much as naming its units."""
     for rule in MODEL_RULES:
         if rule.provider == "anthropic" and rule.matches(model):
             return rule.thinking_kept == "last-turn"

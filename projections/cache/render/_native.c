@@ -4,12 +4,18 @@
  * once for each unit's span and code points; it hashes the units four at a time (AVX2, where the
  * processor has it), then chains the prefix hashes, one link a unit. A 6,000-message request has
  * thousands of units, and hashing them one hashlib call at a time costs more in interpreter work
- * than in hashing.
+ * than in hashing. chain_units links units whose block digests are known already (a later
+ * request's units taken from an earlier one, behind a changed system prompt).
+ *
+ * Two helpers serve the same loop: shared_prefix counts the leading messages two requests share,
+ * compared as their canonical bytes would compare (reuse.py), and rolling_hashes chains Python's
+ * hash over a list (the lineage index's message prefixes, lineage.py).
  *
  * Only byte work lives here: which units a request has, and what joins each link of the chain, is
  * decided in Python (rendering.py) and handed over as bytes, so a rendering rule is stated once.
- * The plain-Python twin is canonical.python_hash_units, and the tests check both give identical
- * results. BLAKE2b follows RFC 7693 with a 16-byte digest, no key, no salt and no personalization,
+ * Each function has a plain-Python twin (canonical.python_hash_units, canonical.python_chain_units,
+ * reuse.python_shared_prefix, and the loop in lineage._message_prefixes), and the tests check they
+ * agree. BLAKE2b follows RFC 7693 with a 16-byte digest, no key, no salt and no personalization,
  * so it equals hashlib.blake2b(data, digest_size=16).
  */
 
@@ -449,6 +455,39 @@ bad:
     return -1;
 }
 
+/* The prefix-hash chain over `count` block digests (16 bytes each, end to end), one link a unit, written as hex into the list
+ * `prefixes` (of that length): key = the chain so far, then a digest, then the unit's framing. */
+static int chain_links(const uint8_t *digests, Py_ssize_t count, const uint8_t *tiers,
+                       const uint8_t *roles, const uint8_t *starts, const uint8_t *chain, const Mixes *mixes,
+                       PyObject *prefixes) {
+    /* One zero-padded block holds each link's input; each link's output is written back over the
+     * chain. */
+    uint8_t link[BLOCK_BYTES] = {0};
+    const Py_ssize_t key_bytes = 2 * DIGEST_SIZE + FRAMING_BYTES;
+    memcpy(link, chain, DIGEST_SIZE);
+    Py_ssize_t next_mix = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (next_mix < mixes->count && mixes->positions[next_mix] == i) {
+            /* Each digest of the run joins the chain in turn: chain = blake2b(chain + digest). */
+            PyObject *run = mixes->digests[next_mix++];
+            memset(link + 2 * DIGEST_SIZE, 0, FRAMING_BYTES);
+            for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(run); k += DIGEST_SIZE) {
+                memcpy(link + DIGEST_SIZE, PyBytes_AS_STRING(run) + k, DIGEST_SIZE);
+                blake2b_128_padded(link, 2 * DIGEST_SIZE, link);
+            }
+        }
+        memcpy(link + DIGEST_SIZE, digests + DIGEST_SIZE * i, DIGEST_SIZE);
+        link[2 * DIGEST_SIZE] = tiers[i];
+        link[2 * DIGEST_SIZE + 1] = roles[i];
+        link[2 * DIGEST_SIZE + 2] = starts[i];
+        blake2b_128_padded(link, key_bytes, link);
+        PyObject *prefix_obj = hex_string(link);
+        if (!prefix_obj) return -1;
+        PyList_SET_ITEM(prefixes, i, prefix_obj);
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(hash_units_doc,
              "hash_units(array, tiers, roles, starts, chain, mixes) -> (chars, block_hashes, prefix_hashes)\n\n"
              "Walk a compact JSON array of units. For each element: its code points, the\n"
@@ -519,39 +558,12 @@ static PyObject *hash_units(PyObject *self, PyObject *args) {
         goto done;
     }
 
-    /* Pass 3: the chain, one link a unit. key = chain so far, then a digest, then the framing. */
-    /* One zero-padded block holds each link's input: the chain so far, then a digest, then the
-     * framing; each link's output is written back over the chain. */
-    uint8_t link[BLOCK_BYTES] = {0};
-    const Py_ssize_t key_bytes = 2 * DIGEST_SIZE + FRAMING_BYTES;
-    memcpy(link, chain_in.buf, DIGEST_SIZE);
-    Py_ssize_t next_mix = 0;
+    /* Pass 3: the chain, one link a unit. */
+    if (chain_links((const uint8_t *)digests, count, tiers.buf, roles.buf, starts.buf, chain_in.buf, &mixes, prefixes) < 0) goto done;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (next_mix < mixes.count && mixes.positions[next_mix] == i) {
-            /* Each digest of the run joins the chain in turn: chain = blake2b(chain + digest). */
-            PyObject *run = mixes.digests[next_mix++];
-            memset(link + 2 * DIGEST_SIZE, 0, FRAMING_BYTES);
-            for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(run); k += DIGEST_SIZE) {
-                memcpy(link + DIGEST_SIZE, PyBytes_AS_STRING(run) + k, DIGEST_SIZE);
-                blake2b_128_padded(link, 2 * DIGEST_SIZE, link);
-            }
-        }
-        memcpy(link + DIGEST_SIZE, digests[i], DIGEST_SIZE);
-        link[2 * DIGEST_SIZE] = ((const uint8_t *)tiers.buf)[i];
-        link[2 * DIGEST_SIZE + 1] = ((const uint8_t *)roles.buf)[i];
-        link[2 * DIGEST_SIZE + 2] = ((const uint8_t *)starts.buf)[i];
-        blake2b_128_padded(link, key_bytes, link);
-        const uint8_t *key = link;
-
         PyObject *block_obj = hex_string(digests[i]);
-        PyObject *prefix_obj = hex_string(key);
-        if (!block_obj || !prefix_obj) {
-            Py_XDECREF(block_obj);
-            Py_XDECREF(prefix_obj);
-            goto done;
-        }
+        if (!block_obj) goto done;
         PyList_SET_ITEM(blocks, i, block_obj);
-        PyList_SET_ITEM(prefixes, i, prefix_obj);
     }
     result = PyTuple_Pack(3, chars, blocks, prefixes);
 
@@ -569,8 +581,138 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(chain_units_doc,
+             "chain_units(digests, tiers, roles, starts, chain, mixes) -> prefix_hashes\n\n"
+             "The prefix-hash chain of hash_units over block digests already known: `digests` holds\n"
+             "one 16-byte BLAKE2b digest a unit, end to end.");
+
+static PyObject *chain_units(PyObject *self, PyObject *args) {
+    Py_buffer digests, tiers, roles, starts, chain_in;
+    PyObject *mix_list, *prefixes = NULL;
+    Mixes mixes;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O!", &digests, &tiers, &roles, &starts, &chain_in, &PyList_Type,
+                          &mix_list))
+        return NULL;
+    Py_ssize_t count = tiers.len;
+    if (digests.len != DIGEST_SIZE * count || roles.len != count || starts.len != count ||
+        chain_in.len != DIGEST_SIZE) {
+        PyErr_SetString(PyExc_ValueError,
+                        "digests must be 16 bytes a unit, tiers, roles and starts one byte a unit, chain 16 bytes");
+        goto done;
+    }
+    if (read_mixes(mix_list, &mixes) < 0) goto done;
+    prefixes = PyList_New(count);
+    if (!prefixes) goto done;
+    if (chain_links(digests.buf, count, tiers.buf, roles.buf, starts.buf, chain_in.buf, &mixes, prefixes) < 0)
+        Py_CLEAR(prefixes);
+
+done:
+    PyBuffer_Release(&digests);
+    PyBuffer_Release(&tiers);
+    PyBuffer_Release(&roles);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&chain_in);
+    return prefixes;
+}
+
+/* ---- Shared leading messages ----------------------------------------------------------------- */
+
+#define MAX_DEPTH 200
+
+/* Whether two parsed JSON values serialize to the same canonical bytes: 1 yes, 0 no, -1 error.
+ * Python's == is not enough: 1 == 1.0 == True and 0.0 == -0.0, yet each is written otherwise. So
+ * types must match exactly and floats bit for bit; anything but JSON's types, or nesting deeper
+ * than MAX_DEPTH, counts as different, which only costs a render. Dict key order does not matter:
+ * canonical bytes sort the keys. */
+static int same_json(PyObject *a, PyObject *b, int depth) {
+    if (a == b) return 1;
+    if (Py_TYPE(a) != Py_TYPE(b) || depth > MAX_DEPTH) return 0;
+    if (PyUnicode_CheckExact(a)) return PyUnicode_Compare(a, b) == 0 ? 1 : (PyErr_Occurred() ? -1 : 0);
+    if (PyLong_CheckExact(a)) return PyObject_RichCompareBool(a, b, Py_EQ);
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return memcmp(&x, &y, sizeof x) == 0;
+    }
+    if (PyList_CheckExact(a)) {
+        Py_ssize_t n = PyList_GET_SIZE(a);
+        if (PyList_GET_SIZE(b) != n) return 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int same = same_json(PyList_GET_ITEM(a, i), PyList_GET_ITEM(b, i), depth + 1);
+            if (same != 1) return same;
+        }
+        return 1;
+    }
+    if (PyDict_CheckExact(a)) {
+        if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b)) return 0;
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(a, &pos, &key, &value)) {
+            PyObject *other = PyDict_GetItemWithError(b, key);
+            if (!other) return PyErr_Occurred() ? -1 : 0;
+            int same = same_json(value, other, depth + 1); /* borrowed: nothing here changes b */
+            if (same != 1) return same;
+        }
+        return 1;
+    }
+    return 0; /* True/False/None are singletons, equal only when identical */
+}
+
+PyDoc_STRVAR(shared_prefix_doc,
+             "shared_prefix(old, new) -> count\n\n"
+             "How many leading elements two lists of parsed JSON share, each equal in canonical\n"
+             "bytes (same types, floats bit for bit, key order aside).");
+
+static PyObject *shared_prefix(PyObject *self, PyObject *args) {
+    PyObject *old, *new;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &old, &PyList_Type, &new)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(old) < PyList_GET_SIZE(new) ? PyList_GET_SIZE(old) : PyList_GET_SIZE(new);
+    Py_ssize_t i = 0;
+    for (; i < n; i++) {
+        int same = same_json(PyList_GET_ITEM(old, i), PyList_GET_ITEM(new, i), 0);
+        if (same < 0) return NULL;
+        if (!same) break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
+PyDoc_STRVAR(rolling_hashes_doc,
+             "rolling_hashes(items) -> links\n\n"
+             "A 64-bit hash of every prefix of a list of hashable items: links[i] identifies\n"
+             "items[0..i] within one process (built on Python's hash, so never to be stored).");
+
+static PyObject *rolling_hashes(PyObject *self, PyObject *args) {
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &items)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *links = PyList_New(n);
+    if (!links) return NULL;
+    uint64_t link = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_hash_t h = PyObject_Hash(PyList_GET_ITEM(items, i));
+        if (h == -1 && PyErr_Occurred()) {
+            Py_DECREF(links);
+            return NULL;
+        }
+        /* splitmix64's finalizer over the previous link and the item's hash. */
+        uint64_t x = (link ^ (uint64_t)h) + 0x9e3779b97f4a7c15ULL + (link << 6);
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+        link = x ^ (x >> 31);
+        PyObject *value = PyLong_FromUnsignedLongLong(link);
+        if (!value) {
+            Py_DECREF(links);
+            return NULL;
+        }
+        PyList_SET_ITEM(links, i, value);
+    }
+    return links;
+}
+
 static PyMethodDef native_methods[] = {
     {"hash_units", hash_units, METH_VARARGS, hash_units_doc},
+    {"chain_units", chain_units, METH_VARARGS, chain_units_doc},
+    {"shared_prefix", shared_prefix, METH_VARARGS, shared_prefix_doc},
+    {"rolling_hashes", rolling_hashes, METH_VARARGS, rolling_hashes_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,11 +7,11 @@ its tier starts. Automatic caches key on all of them at once, in the header.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from projections.cache.render.canonical import canonical_bytes, digest
 from projections.cache.render.rendered_request import TIERS, Tier, tier_start
-from projections.cache.render.units import block_kind, positions_of
+from projections.cache.render.units import Units
 from projections.normalized import JSON
 
 NON_KEYING_PARAMS = ("prompt_cache_retention", "prompt_cache_options")
@@ -48,23 +48,15 @@ def cache_params(provider: str, api: str, body: Mapping[str, JSON]) -> dict[str,
     return params
 
 
-def images_present(raws: Sequence[JSON], kinds: Sequence[str]) -> bool:
+def images_present(units: Units) -> bool:
     """Whether the request carries an image, at the top level of a message or inside a tool result.
 
     "Images present" keys the messages cache (prompt-caching guide, "What invalidates the cache",
     checked 2026-12-03: "Adding/removing images anywhere in the prompt"), and a tool result may hold
     image blocks in its ``content`` (tool-use docs, "tool_result ... content ... image blocks"):
-    Claude Code returns screenshots that way.
+    Claude Code returns screenshots that way. :meth:`Units.finish` notes those tool results.
     """
-    if "image" in kinds:
-        return True
-    for position in positions_of(kinds, "tool_result"):
-        raw = raws[position]
-        if isinstance(raw, dict):
-            content = raw.get("content")
-            if isinstance(content, list) and any(block_kind(part) == "image" for part in content):
-                return True
-    return False
+    return "image" in units.kinds or bool(units.pictured)
 
 
 def citations_enabled(raws: list[JSON], kinds: list[str]) -> bool:

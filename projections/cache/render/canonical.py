@@ -97,18 +97,24 @@ def python_hash_units(parts: Sequence[bytes], framing: Framing, chain: bytes, mi
     previous link; before unit ``p`` each 16-byte digest of ``mixes[p]`` joins the chain as
     ``blake2b(chain + digest)``.
     """
-    tiers, roles, starts = framing
     chars = [len(part.decode("utf-8")) for part in parts]
     digests = [digest(part) for part in parts]
+    return chars, [d.hex() for d in digests], python_chain_units(b"".join(digests), framing, chain, mixes)
+
+
+def python_chain_units(digests: bytes, framing: Framing, chain: bytes, mixes: Mixes) -> list[str]:
+    """The chain of :func:`python_hash_units` over block digests already known, 16 bytes a unit."""
+    tiers, roles, starts = framing
     joins = dict(mixes)
     prefixes: list[str] = []
-    for i, block in enumerate(digests):
+    for i in range(len(tiers)):
         run = joins.get(i, b"")
         for k in range(0, len(run), DIGEST_SIZE):
             chain = digest(chain + run[k : k + DIGEST_SIZE])
+        block = digests[i * DIGEST_SIZE : (i + 1) * DIGEST_SIZE]
         chain = digest(chain + block + bytes((tiers[i], roles[i], starts[i])))
         prefixes.append(chain.hex())
-    return chars, [d.hex() for d in digests], prefixes
+    return prefixes
 
 
 def hash_units(raws: Sequence[JSON], framing: Framing, chain: bytes, mixes: Mixes) -> HashedUnits:
@@ -122,3 +128,13 @@ def hash_units(raws: Sequence[JSON], framing: Framing, chain: bytes, mixes: Mixe
     if accel.native is not None:
         return accel.native.hash_units(canonical_array(raws), *framing, chain, mixes)
     return python_hash_units([canonical_bytes(raw) for raw in raws], framing, chain, mixes)
+
+
+def chain_units(block_hashes: Sequence[str], framing: Framing, chain: bytes, mixes: Mixes) -> list[str]:
+    """The prefix hashes of units whose block hashes (hex) are known already, chained from ``chain``
+    as :func:`hash_units` chains them: a later request re-links the units it shares with an earlier
+    one when something before them changed, without serializing them again."""
+    digests = bytes.fromhex("".join(block_hashes))
+    if accel.native is not None:
+        return accel.native.chain_units(digests, *framing, chain, mixes)
+    return python_chain_units(digests, framing, chain, mixes)

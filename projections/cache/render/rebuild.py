@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from projections.cache.render.rendered_request import RenderedRequest
-from projections.cache.render.rendering import RenderError, render_request
+from projections.cache.render.rendering import Renderer, RenderError, render_request
 from projections.normalized import JSON, RequestRecord
 
 _CONTENT_BLOCK_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
@@ -107,10 +107,11 @@ def rebuild_body(stored: StoredRequest, raws: Mapping[str, JSON]) -> dict[str, J
 
 
 def rebuild_request(
-    stored: StoredRequest, raws: Mapping[str, JSON]
+    stored: StoredRequest, raws: Mapping[str, JSON], renderer: Renderer | None = None
 ) -> tuple[RequestRecord, RenderedRequest | None]:
     """The stored request as the engine takes it, with its body rebuilt when it had one, and the
-    rebuilt body's rendering (``None`` without a body).
+    rebuilt body's rendering (``None`` without a body), by ``renderer`` when a session's requests
+    are rebuilt in order.
 
     The rendering is what proves the rebuilt body matches the stored units; the analysis takes it
     as it is rather than rendering the same body twice. Raises :class:`StoredRequestError` when
@@ -121,7 +122,8 @@ def rebuild_request(
     body = rebuild_body(stored, raws)
     record = replace(stored.record, body=body)
     try:
-        rendered = render_request(record.provider, record.api, body, usage=record.usage)
+        render = renderer.render if renderer is not None else render_request
+        rendered = render(record.provider, record.api, body, usage=record.usage)
     except RenderError as error:
         raise StoredRequestError(f"request {stored.ref}: the rebuilt body does not render: {error}") from None
     _check_rendering(stored, rendered)

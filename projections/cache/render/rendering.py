@@ -8,16 +8,23 @@ prefix-hash lists agree, so a diff never has to look at content that did not cha
 
 The render keeps parallel lists rather than one object per unit, and serializes and hashes all
 units in one pass (``canonical.hash_units``): a 6,000-message request has thousands of units, and
-per-unit interpreter work would otherwise dominate the cost of hashing their bytes. Every rule of
-what a unit is lives in Python only, here and in :mod:`projections.cache.render.units` (the lists,
-kinds and markers); the C extension (:mod:`projections.cache.render.accel`) does nothing but hash the bytes
-it is handed. The parameters that key the cache besides the prompt are
+per-unit interpreter work would otherwise dominate the cost of hashing their bytes. A session's
+requests rendered in order through a :class:`Renderer` take the units of the messages they share
+with an earlier request from its rendering (:mod:`projections.cache.render.reuse`), which halves
+the cost of a long session and changes no rendering. Every rule of what a unit is lives in Python
+only, here and in :mod:`projections.cache.render.units` (the lists, kinds and markers); the C
+extension (:mod:`projections.cache.render.accel`) hashes the bytes it is handed and compares
+messages, nothing more. The parameters that key the cache besides the prompt are
 :mod:`projections.cache.render.cache_keys`.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import accumulate, chain, islice, repeat
+from operator import add, ne, not_, or_
 
 from projections.cache.render.cache_keys import (
     cache_params,
@@ -30,6 +37,7 @@ from projections.cache.render.cache_keys import (
 from projections.cache.render.calibration import calibrate
 from projections.cache.render.canonical import canonical_bytes, digest, hash_units
 from projections.cache.render.rendered_request import Marker, RenderedRequest, Tier
+from projections.cache.render.reuse import Reusable, Splice, hash_spliced, spliced_framing, take, take_head
 from projections.cache.render.units import Units, block_kind
 from projections.normalized import JSON, Usage
 from projections.providers.rules import keeps_only_last_turn_thinking
@@ -41,7 +49,7 @@ class RenderError(ValueError):
     """A request body that cannot be rendered, naming the field that is wrong."""
 
 
-def _lookback_groups(kinds: list[str]) -> list[int]:
+def _lookback_groups(kinds: list[str], splices: Sequence[Splice] = ()) -> list[int]:
     """Each unit's lookback position: a run of adjacent tool_use (or tool_result) units shares one.
 
     Anthropic's prompt-caching guide (platform.claude.com/docs/en/build-with-claude/prompt-caching,
@@ -51,15 +59,33 @@ def _lookback_groups(kinds: list[str]) -> list[int]:
     tool calls and their N results take two positions, not 2N. A unit opens a position when its
     kind differs from the previous unit's or is not a run kind; the position is the count of
     openings so far, minus one.
+
+    The units of a splice open positions as they did in their source but the first, whose
+    predecessor is another: their positions are the source's, moved by one figure.
     """
     groups: list[int] = []
-    group, previous = -1, ""
-    for kind in kinds:
-        if kind != previous or kind not in _RUN_KINDS:
-            group += 1
-        previous = kind
-        groups.append(group)
+    at = 0
+    for splice in (*splices, None):
+        end = splice.at if splice is not None else len(kinds)
+        if end > at:
+            groups += _groups(kinds, at, end, groups[-1] if groups else -1)
+        if splice is None:
+            break
+        source = splice.source.rendered.lookback_groups[splice.start : splice.start + splice.length]
+        first = _groups(kinds, splice.at, splice.at + 1, groups[-1] if groups else -1)[0]
+        groups += map(add, source, repeat(first - source[0]))
+        at = splice.at + splice.length
     return groups
+
+
+def _groups(kinds: list[str], start: int, end: int, last: int) -> list[int]:
+    """The lookback positions of units ``start:end``, the unit before them at position ``last``."""
+    # C-level iterators, as a Python step per unit cost a tenth of a render: each unit adds 1 when it
+    # opens a position (kind differs from the one before, or is not a run kind).
+    mine = kinds[start:end]
+    before = kinds[start - 1] if start else ""
+    opens = map(or_, map(ne, mine, chain((before,), mine)), map(not_, map(_RUN_KINDS.__contains__, mine)))
+    return list(islice(accumulate(opens, initial=last), 1, None))
 
 
 def _ttl(control: JSON) -> str:
@@ -100,8 +126,45 @@ def render_request(
 
     ``api`` is ``messages`` (Anthropic), ``chat`` (OpenAI Chat Completions and compatible
     providers) or ``responses`` (OpenAI Responses). With ``usage``, token estimates are calibrated
-    so the units sum to the reported prompt total.
+    so the units sum to the reported prompt total. A session's requests rendered in order cost less
+    through a :class:`Renderer`, which gives the same renderings.
     """
+    return _render(provider, api, body, usage, ())[0]
+
+
+RECENT = 4
+"""Renderings a :class:`Renderer` keeps to take shared messages from: the request before, and the
+few before it that another lineage's requests (a subagent, a side question) came between."""
+
+
+class Renderer:
+    """Renders the requests of one session in order, each taking the units of the messages it shares
+    with one of the last few (:mod:`projections.cache.render.reuse`) rather than rendering them again.
+
+    Every rendering equals :func:`render_request`'s of the same body; only the cost differs. It
+    holds :data:`RECENT` renderings and their bodies' messages, whatever the session's length.
+    """
+
+    def __init__(self) -> None:
+        self._recent: deque[Reusable] = deque(maxlen=RECENT)
+
+    def render(
+        self, provider: str, api: str, body: Mapping[str, JSON], *, usage: Usage | None = None
+    ) -> RenderedRequest:
+        """As :func:`render_request`."""
+        rendered, reusable = _render(provider, api, body, usage, self._recent)
+        if reusable is not None:
+            self._recent.appendleft(reusable)
+        return rendered
+
+
+def _render(
+    provider: str,
+    api: str,
+    body: Mapping[str, JSON],
+    usage: Usage | None,
+    recent: Sequence[Reusable],
+) -> tuple[RenderedRequest, Reusable | None]:
     if not isinstance(body, Mapping):
         raise RenderError(f"request body: expected an object, got {type(body).__name__}")
     model = body.get("model")
@@ -109,10 +172,11 @@ def render_request(
         raise RenderError("request body: field 'model' is missing or not a string")
     params = cache_params(provider, api, body)
     units = Units()
+    sent: Sent | None = None
     if api == "messages":
-        _render_anthropic(units, body)
+        sent = _render_anthropic(units, body, recent)
     elif api == "chat":
-        _render_chat(units, body)
+        sent = _render_chat(units, body, recent)
     elif api == "responses":
         _render_responses(units, body)
     else:
@@ -128,15 +192,19 @@ def render_request(
     warnings: list[str] = []
     if len(markers) > 4:
         warnings.append(f"marker-limit: {len(markers)} cache breakpoints, the provider accepts 4")
-    if images_present(units.raws, kinds):
+    if images_present(units):
         params["images"] = True
     if "document" in kinds and citations_enabled(units.raws, kinds):
         params["citations"] = True
     header_params, tier_params = scoped_params(provider, keying_params(params, model))
     header = digest(canonical_bytes({"model": model, "params": header_params}))
-    chars, block_hashes, prefix_hashes = hash_units(
-        units.stripped(), units.framing(), header, tier_mixes(units.tiers, tier_params)
-    )
+    splices = sent.splices if sent is not None else ()
+    framing = spliced_framing(units, splices) if splices else units.framing()
+    mixes = tier_mixes(units.tiers, tier_params)
+    if splices:
+        chars, block_hashes, prefix_hashes = hash_spliced(units, framing, header, mixes, splices)
+    else:
+        chars, block_hashes, prefix_hashes = hash_units(units.stripped(), framing, header, mixes)
     rendered = RenderedRequest(
         provider=provider,
         api=api,
@@ -153,12 +221,25 @@ def render_request(
         prefix_hashes=prefix_hashes,
         chars=chars,
         raws=units.raws,
-        lookback_groups=_lookback_groups(kinds),
+        lookback_groups=_lookback_groups(kinds, splices),
         markers=tuple(markers),
         warnings=tuple(warnings),
     )
     calibrate(rendered, usage)
-    return rendered
+    if sent is None:
+        return rendered, None
+    reusable = Reusable(
+        api=api,
+        head=sent.head,
+        messages=sent.messages,
+        dropped_thinking=sent.dropped_thinking,
+        start=sent.start,
+        units=units,
+        rendered=rendered,
+        framing=framing,
+        mixes=mixes,
+    )
+    return rendered, reusable
 
 
 def _request_ttl(body: Mapping[str, JSON]) -> str:
@@ -200,29 +281,62 @@ def _render_tools(units: Units, body: Mapping[str, JSON]) -> None:
     units.add("tools", "system", None, None, tools, kind="tool")
 
 
-def _render_anthropic(units: Units, body: Mapping[str, JSON]) -> None:
-    _render_tools(units, body)
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """The message list a request was rendered from, as a later request compares with it."""
+
+    head: list[JSON]
+    """What the units before the messages were rendered from (see :class:`Reusable`)."""
+    messages: list[JSON]
+    start: int
+    """Position of its first unit."""
+    dropped_thinking: bool
+    splices: tuple[Splice, ...]
+    """The units taken from earlier requests, in position order: the tools and system prompt, the
+    leading messages, either or both."""
+
+
+def _render_anthropic(units: Units, body: Mapping[str, JSON], recent: Sequence[Reusable]) -> Sent:
     system = body.get("system")
-    if isinstance(system, str):
-        units.add("system", "system", None, None, [system], kind="system")
-    elif isinstance(system, list):
-        units.add("system", "system", None, None, system, kind="system")
-    elif system is not None:
-        raise RenderError("request body: field 'system' is neither a string nor a list")
+    head = [body.get("tools"), system]
+    taken = take_head(units, recent, "messages", head) if recent else None
+    if taken is None:
+        _render_tools(units, body)
+        if isinstance(system, str):
+            units.add("system", "system", None, None, [system], kind="system")
+        elif isinstance(system, list):
+            units.add("system", "system", None, None, system, kind="system")
+        elif system is not None:
+            raise RenderError("request body: field 'system' is neither a string nor a list")
+    spliced = (taken,) if taken is not None else ()
     messages = body.get("messages")
     model = body.get("model")
+    start = units.position()
+    drops = isinstance(model, str) and keeps_only_last_turn_thinking(model)
+    if drops and isinstance(messages, list) and any(r.dropped_thinking for r in recent):
+        # The session's earlier requests had thinking to drop, so this one is rendered that way at
+        # once: the messages it shares with them are the stripped ones.
+        kept = without_earlier_thinking(messages)
+        splice = _render_messages(units, kept, recent, leading_system=False)
+        return Sent(head, kept, start, True, _spliced(spliced, splice))
     # Render the messages as sent, and render them again without the earlier turns' thinking only
     # when the model drops it and a message can hold some: a thinking unit, or the blocks a tool
     # message wraps into one unit. Looking through every block of every message first cost more
     # than rendering them, and most requests have no thinking to drop.
-    start = units.position()
-    _render_messages(units, messages, leading_system=False)
-    if isinstance(model, str) and keeps_only_last_turn_thinking(model):
+    splice = _render_messages(units, messages, recent, leading_system=False)
+    assert isinstance(messages, list)  # _render_messages refuses anything else
+    if drops:
         units.finish()
         if "thinking" in units.kinds[start:] or "tool" in units.roles[start:]:
-            assert isinstance(messages, list)  # _render_messages refuses anything else
             units.rewind(start)
-            _render_messages(units, without_earlier_thinking(messages), leading_system=False)
+            kept = without_earlier_thinking(messages)
+            splice = _render_messages(units, kept, recent, leading_system=False)
+            return Sent(head, kept, start, True, _spliced(spliced, splice))
+    return Sent(head, messages, start, False, _spliced(spliced, splice))
+
+
+def _spliced(head: tuple[Splice, ...], messages: Splice | None) -> tuple[Splice, ...]:
+    return (*head, messages) if messages is not None else head
 
 
 def without_earlier_thinking(messages: list[JSON]) -> list[JSON]:
@@ -261,14 +375,31 @@ def _opens_turn(message: JSON) -> bool:
     return any(block_kind(block) != "tool_result" for block in content)
 
 
-def _render_messages(units: Units, messages: JSON, *, leading_system: bool) -> None:
+def _render_messages(
+    units: Units, messages: JSON, recent: Sequence[Reusable], *, leading_system: bool
+) -> Splice | None:
+    """Append the units of a message list: those of the leading messages an earlier request shared
+    taken from it, the rest rendered. Returns where the taken units came from."""
     if not isinstance(messages, list):
         raise RenderError("request body: field 'messages' is missing or not a list")
-    _add_messages(units, messages, leading_system=leading_system)
+    api = "chat" if leading_system else "messages"
+    taken, splice = take(units, recent, api, messages) if recent else (0, None)
+    # A leading run of system (or developer) messages is the system tier: still running only if
+    # every message taken was one.
+    head = leading_system and all(_role(m) in _HEAD_ROLES for m in islice(messages, taken))
+    _add_messages(units, messages, leading_system=head, first=taken)
+    return splice
 
 
-def _add_messages(units: Units, messages: list[JSON], *, leading_system: bool) -> None:
-    """Append every unit of a message list (Anthropic Messages or OpenAI Chat).
+_HEAD_ROLES = ("system", "developer")
+
+
+def _role(message: JSON) -> str:
+    return str(message.get("role", "?")) if isinstance(message, dict) else "?"
+
+
+def _add_messages(units: Units, messages: list[JSON], *, leading_system: bool, first: int = 0) -> None:
+    """Append every unit of a message list (Anthropic Messages or OpenAI Chat), from message ``first``.
 
     This loop runs once a message, thousands of times a request: the common message, a list of one
     block, is appended here directly, as :meth:`Units.add` would append it, and the id test of
@@ -279,11 +410,11 @@ def _add_messages(units: Units, messages: list[JSON], *, leading_system: bool) -
     append_raw, append_tier, append_role = units.raws.append, units.tiers.append, units.roles.append
     append_index, append_id = units.message_indexes.append, units.message_ids.append
     append_block = units.block_indexes.append
-    for mi, message in enumerate(messages):
+    for mi, message in enumerate(islice(messages, first, None), first):
         if not isinstance(message, dict):
             raise RenderError(f"request body: messages[{mi}] is not an object")
         role = str(message.get("role", "?"))
-        head = head and role in ("system", "developer")
+        head = head and role in _HEAD_ROLES
         tier: Tier = "system" if head else "messages"
         mid = message.get("id")
         if not isinstance(mid, str):
@@ -316,9 +447,16 @@ def _add_messages(units: Units, messages: list[JSON], *, leading_system: bool) -
             add(tier, role, mi, mid, calls, kind="tool_use", first_block=blocks)
 
 
-def _render_chat(units: Units, body: Mapping[str, JSON]) -> None:
-    _render_tools(units, body)
-    _render_messages(units, body.get("messages"), leading_system=True)
+def _render_chat(units: Units, body: Mapping[str, JSON], recent: Sequence[Reusable]) -> Sent:
+    head = [body.get("tools")]
+    taken = take_head(units, recent, "chat", head) if recent else None
+    if taken is None:
+        _render_tools(units, body)
+    start = units.position()
+    messages = body.get("messages")
+    splice = _render_messages(units, messages, recent, leading_system=True)
+    assert isinstance(messages, list)  # _render_messages refuses anything else
+    return Sent(head, messages, start, False, _spliced((taken,) if taken is not None else (), splice))
 
 
 def _render_responses(units: Units, body: Mapping[str, JSON]) -> None:

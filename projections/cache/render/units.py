@@ -9,7 +9,7 @@ blocks without their markers, and the tier, role and message start of each unit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress, count, repeat
+from itertools import compress, count, islice, repeat
 from operator import eq, ne
 
 from projections.cache.render.canonical import MARKER_KEYS, without_control
@@ -74,14 +74,14 @@ class Units:
         self.message_ids: list[str | None] = []
         self.placed: list[tuple[int, int, str]] = []
         """(first position, count, kind) of each call whose place names its units' kind."""
-        # Set by finish().
+        # Extended by finish() and splice(): they cover the first len(kinds) units.
         self.kinds: list[str] = []
         self.marked: list[int] = []
         """Positions of the units that carry a ``cache_control`` marker."""
         self.nested: list[int] = []
         """Positions of the tool results whose parts carry a marker."""
-        self.finished = -1
-        """How many units :meth:`finish` looked at; -1 until it runs and after a rewind."""
+        self.pictured: list[int] = []
+        """Positions of the tool results with an image among their parts."""
 
     def add(
         self,
@@ -120,27 +120,29 @@ class Units:
             self.block_indexes,
         ):
             del units[position:]
+        del self.kinds[position:]
         self.placed = [call for call in self.placed if call[0] < position]
-        self.finished = -1
+        self.marked = [p for p in self.marked if p < position]
+        self.nested = [p for p in self.nested if p < position]
+        self.pictured = [p for p in self.pictured if p < position]
 
     def finish(self) -> None:
-        """Name every unit's kind and find the markers, once every unit is in.
+        """Name the kind of every unit added since it last ran, and find their markers.
 
-        Does nothing when no unit came since it last ran: units only grow between rewinds, so an
-        unchanged count means unchanged units, and a rewind marks the lists stale.
+        Units only grow between rewinds, and a rewind cuts the kinds with the units, so the units
+        past ``len(self.kinds)`` are exactly the ones not looked at yet.
         """
         raws = self.raws
-        if self.finished == len(raws):
+        done = len(self.kinds)
+        if done == len(raws):
             return
-        self.finished = len(raws)
         # One pass names every unit from its block and notes its markers: a second pass over the same
         # blocks cost more than the work in it, and so did a call of block_kind() or _marked() per block,
         # so the common unit, a block object, has both spelled inline. The few calls whose place
         # names their units (tools, system, tool calls) overwrite their kinds after.
-        named: list[str] = []
-        marked: list[int] = []
-        name, mark, aliases = named.append, marked.append, _KIND_ALIASES
-        for position, raw in enumerate(raws):
+        named = self.kinds
+        name, mark, aliases = named.append, self.marked.append, _KIND_ALIASES
+        for position, raw in enumerate(islice(raws, done, None), done):
             if type(raw) is dict:
                 kind = raw.get("type")
                 name(aliases.get(kind, kind) if type(kind) is str else block_kind(raw))
@@ -149,37 +151,65 @@ class Units:
             else:
                 name(block_kind(raw))
         for first, size, given in self.placed:
-            named[first : first + size] = [given] * size
-        self.kinds = named
-        self.marked = marked
-        self.nested = [p for p in positions_of(named, "tool_result") if _has_nested_control(raws[p])]
+            if first >= done:
+                named[first : first + size] = [given] * size
+        for p in positions_of(named[done:], "tool_result", done):
+            raw = raws[p]
+            parts = raw.get("content") if isinstance(raw, dict) else None
+            # Most tool results hold a string, and then nothing else needs a look.
+            if type(parts) is list:
+                if not _marked(raw) and any(_marked(part) for part in parts):
+                    self.nested.append(p)  # a marked unit is stripped whole
+                if any(block_kind(part) == "image" for part in parts):
+                    self.pictured.append(p)
+
+    def splice(self, source: Units, start: int, end: int) -> None:
+        """Append units ``start:end`` of ``source``, kinds and markers included: an earlier request's
+        units for the messages this one shares with it. Every unit so far must be finished."""
+        assert len(self.kinds) == len(self.raws)
+        assert len(source.kinds) >= end
+        shift = len(self.raws) - start
+        self.raws += source.raws[start:end]
+        self.tiers += source.tiers[start:end]
+        self.roles += source.roles[start:end]
+        self.message_indexes += source.message_indexes[start:end]
+        self.message_ids += source.message_ids[start:end]
+        self.block_indexes += source.block_indexes[start:end]
+        self.kinds += source.kinds[start:end]
+        self.marked += [p + shift for p in source.marked if start <= p < end]
+        self.nested += [p + shift for p in source.nested if start <= p < end]
+        self.pictured += [p + shift for p in source.pictured if start <= p < end]
 
     def controls(self) -> list[tuple[int, JSON]]:
         """(position, ``cache_control``) of each unit that carries a marker, in order."""
         return [(p, _control(self.raws[p])) for p in self.marked]
 
-    def stripped(self) -> list[JSON]:
-        """The units as the cache keys them: markers removed, also from a tool result's parts."""
-        if not self.marked and not self.nested:
+    def stripped(self, start: int = 0, end: int | None = None) -> list[JSON]:
+        """Units ``start:end`` as the cache keys them: markers removed, also from a tool result's parts."""
+        end = len(self.raws) if end is None else end
+        inside = [p for p in (*self.marked, *self.nested) if start <= p < end]
+        if not inside and start == 0 and end == len(self.raws):
             return self.raws
-        raws = list(self.raws)
-        for p in (*self.marked, *self.nested):
-            raws[p] = without_control(raws[p])
+        raws = self.raws[start:end]
+        for p in inside:
+            raws[p - start] = without_control(raws[p - start])
         return raws
 
-    def framing(self) -> tuple[bytes, bytes, bytes]:
-        """Tier, role and message-start bytes, one per unit each.
+    def framing(self, start: int = 0, end: int | None = None) -> tuple[bytes, bytes, bytes]:
+        """Tier, role and message-start bytes, one per unit each (of units ``start:end``).
 
         The role and the start of a new message are part of what the model sees, so they join the
         chain even though the block hash (content address) leaves them out. A unit starts a new
         message when its message index differs from the unit's before it (the first unit compares
         with -1): the later blocks of one call share its index.
         """
-        indexes = self.message_indexes
+        end = len(self.raws) if end is None else end
+        indexes = self.message_indexes[start:end]
+        before = self.message_indexes[start - 1] if start else -1
         return (
-            bytes(map(_TIER_TAG.__getitem__, self.tiers)),
-            bytes(map(_ROLE_TAG.get, self.roles, repeat(_UNKNOWN_ROLE))),
-            bytes(map(_BOUNDARY.__getitem__, map(ne, indexes, [-1, *indexes]))),
+            bytes(map(_TIER_TAG.__getitem__, self.tiers[start:end])),
+            bytes(map(_ROLE_TAG.get, self.roles[start:end], repeat(_UNKNOWN_ROLE))),
+            bytes(map(_BOUNDARY.__getitem__, map(ne, indexes, [before, *indexes]))),
         )
 
 
@@ -198,17 +228,7 @@ def _marked(raw: JSON) -> bool:
     return type(raw) is dict and (_CACHE_CONTROL in raw or _BREAKPOINT in raw)
 
 
-def _has_nested_control(block: JSON) -> bool:
-    if not isinstance(block, dict):
-        return False
-    content = block.get("content")
-    # The content first: most tool results hold a string, and then nothing else needs a look.
-    if not isinstance(content, list) or _marked(block):
-        return False  # a marked unit is stripped whole
-    return any(_marked(p) for p in content)
-
-
-def positions_of(kinds: Sequence[str], kind: str) -> list[int]:
-    """The positions of the units of ``kind``, found by C-level iterators: one Python step per unit
-    costs more than the work done on the few units of a kind."""
-    return list(compress(count(), map(eq, kinds, repeat(kind))))
+def positions_of(kinds: Sequence[str], kind: str, first: int = 0) -> list[int]:
+    """The positions of the units of ``kind`` (``kinds[0]`` at position ``first``), found by C-level
+    iterators: one Python step per unit costs more than the work done on the few units of a kind."""
+    return list(compress(count(first), map(eq, kinds, repeat(kind))))

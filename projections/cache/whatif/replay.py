@@ -19,7 +19,7 @@ from projections.cache.predict.cache_models import CacheFacts, UnknownModelError
 from projections.cache.predict.lineage import LineageAssigner
 from projections.cache.render.rebuild import StoredRequestError
 from projections.cache.render.rendered_request import RenderedRequest
-from projections.cache.render.rendering import render_request
+from projections.cache.render.rendering import Renderer
 from projections.cache.whatif.attribution import has_attribution_block
 from projections.cache.whatif.tally import GroupKey, Tally
 from projections.cache.whatif.world import Step, World
@@ -47,7 +47,10 @@ class ReplayBodies(Protocol):
 
 
 class CarriedBodies:
-    """The bodies the records carry."""
+    """The bodies the records carry, rendered in the order they are asked for."""
+
+    def __init__(self) -> None:
+        self._renderer = Renderer()
 
     def has_body(self, record: RequestRecord) -> bool:
         """Whether the record carries its body."""
@@ -56,7 +59,7 @@ class CarriedBodies:
     def rebuild(self, record: RequestRecord) -> tuple[RequestRecord, RenderedRequest]:
         """The record as it is, and its body rendered with its usage."""
         assert record.body is not None
-        return record, render_request(record.provider, record.api, record.body, usage=record.usage)
+        return record, self._renderer.render(record.provider, record.api, record.body, usage=record.usage)
 
 
 @dataclass(slots=True)
