@@ -59,7 +59,11 @@ def is_compaction_call(rendered: RenderedRequest) -> bool:
     last = rendered.message_indexes[-1] if end < len(rendered) else None
     if last is None:
         return False
-    tail = [i for i in range(end, len(rendered)) if rendered.message_indexes[i] == last]
+    # The last message's units end the request: walked back from the end, not found among all.
+    first = len(rendered) - 1
+    while first > end and rendered.message_indexes[first - 1] == last:
+        first -= 1
+    tail = range(first, len(rendered))
     return all(rendered.roles[i] == "user" for i in tail) and any(
         SUMMARY_REQUEST in _text(rendered.raws[i]) for i in tail
     )

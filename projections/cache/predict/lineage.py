@@ -31,8 +31,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from projections.cache.predict.compaction import COMPACTION_LINEAGE, is_compaction_call
+from projections.cache.render import accel
 from projections.cache.render.rendered_request import RenderedRequest
 from projections.normalized import RequestRecord
 
@@ -62,8 +64,9 @@ class LineageAssigner:
     """
 
     def __init__(self) -> None:
-        self._messages_index: dict[tuple[str, int], str] = {}
-        self._whole: dict[tuple[str, int], str] = {}
+        # By role: each message prefix's latest request, and the requests whose messages are one.
+        self._messages_index: dict[str, dict[int, str]] = {}
+        self._whole: dict[str, dict[int, str]] = {}
         self._heads: dict[tuple[str, str], str] = {}
         self._chain_of: dict[str, int] = {}
         self._chains: list[_Chain] = []
@@ -74,9 +77,9 @@ class LineageAssigner:
         role = record.lineage
         prefixes = _message_prefixes(rendered)
         head = _head_hash(rendered)
-        parent = _longest_shared(role, prefixes, self._messages_index, self._whole) or self._heads.get(
-            (role, head)
-        )
+        index = self._messages_index.setdefault(role, {})
+        whole = self._whole.setdefault(role, {})
+        parent = _longest_shared(prefixes, index, whole) or self._heads.get((role, head))
         if role == COMPACTION_LINEAGE or is_compaction_call(rendered):
             # Left out of the indexes: a later request continues the conversation, not its summary.
             chain = len(self._chains)
@@ -90,18 +93,16 @@ class LineageAssigner:
         else:
             chain = self._chain_of[parent]
         self._chain_of[record.key] = chain
-        index = self._messages_index
-        for prefix in prefixes:
-            index[(role, prefix)] = record.key
+        index.update(zip(prefixes, repeat(record.key)))
         if prefixes:
-            self._whole[(role, prefixes[-1])] = record.key
+            whole[prefixes[-1]] = record.key
         self._heads[(role, head)] = record.key
         return chain, parent
 
     def _summarised(self, prefixes: Sequence[int], head: str) -> str | None:
         """The main-thread request a summarising call of another role summarises: the one sharing
         its longest message prefix, else its tools and system prompt, else the latest."""
-        found = _longest_shared("main", prefixes, self._messages_index, self._whole)
+        found = _longest_shared(prefixes, self._messages_index.get("main", {}), self._whole.get("main", {}))
         return found or self._heads.get(("main", head)) or self._latest.get("main")
 
     def names(self) -> list[str]:
@@ -135,15 +136,18 @@ def is_side_call(lineage: str) -> bool:
 def _message_prefixes(rendered: RenderedRequest) -> list[int]:
     """A hash of every prefix of the message units: ``[hash of unit 0, hash of units 0-1, ...]``.
 
-    Python's own 64-bit hash of (the previous link, the unit's block hash): the keys live in one
-    assigner and are never stored, and a BLAKE2b digest copied per unit cost five times as much,
-    most of a long session's lineage work. A collision needs billions of distinct prefixes.
+    A 64-bit hash chained over the units' block hashes, built on Python's own: the keys live in
+    one assigner and are never stored, and a BLAKE2b digest copied per unit cost five times as
+    much, most of a long session's lineage work. The C extension chains them in one call; the plain
+    twin chains Python's hash of (the previous link, the block hash), which gives other values but
+    the same answers. A collision needs billions of distinct prefixes.
     """
+    hashes = rendered.block_hashes[rendered.tier_start("messages") :]
+    if accel.native is not None:
+        return accel.native.rolling_hashes(hashes)
     out: list[int] = []
     link = 0
-    for tier, block_hash in zip(rendered.tiers, rendered.block_hashes, strict=True):
-        if tier != "messages":
-            continue
+    for block_hash in hashes:
         link = hash((link, block_hash))
         out.append(link)
     return out
@@ -151,15 +155,12 @@ def _message_prefixes(rendered: RenderedRequest) -> list[int]:
 
 def _head_hash(rendered: RenderedRequest) -> str:
     """One hash of the tools and the system prompt (everything before the messages)."""
-    head = [h for tier, h in zip(rendered.tiers, rendered.block_hashes, strict=True) if tier != "messages"]
+    head = rendered.block_hashes[: rendered.tier_start("messages")]
     return hashlib.blake2b("\n".join(head).encode(), digest_size=16).hexdigest()
 
 
 def _longest_shared(
-    role: str,
-    prefixes: Sequence[int],
-    index: Mapping[tuple[str, int], str],
-    whole: Mapping[tuple[str, int], str],
+    prefixes: Sequence[int], index: Mapping[int, str], whole: Mapping[int, str]
 ) -> str | None:
     """The earlier request sharing the longest message prefix (one unit at least): the one whose
     messages are exactly that prefix, else the latest.
@@ -169,13 +170,13 @@ def _longest_shared(
     lo, hi = 0, len(prefixes)  # the first lo prefixes are shared; the answer is in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if (role, prefixes[mid - 1]) in index:
+        if prefixes[mid - 1] in index:
             lo = mid
         else:
             hi = mid - 1
     if not lo:
         return None
-    shared = (role, prefixes[lo - 1])
+    shared = prefixes[lo - 1]
     return whole.get(shared) or index[shared]
 
 
