@@ -7,6 +7,7 @@ the next; the facts of each request come from the provider rules in force on its
 from __future__ import annotations
 
 from collections.abc import Sequence
+from copy import deepcopy
 from datetime import date, datetime
 
 from projections.cache.predict.anthropic import predict_anthropic
@@ -30,6 +31,13 @@ class CachePredictor:
         self.previous: dict[str, CallInput] = {}
         self.labels = labels
         """Whether Anthropic predictions name their miss label (a what-if replay needs only figures)."""
+
+    def copy(self) -> CachePredictor:
+        """A predictor in this one's state that goes on alone: a what-if world that replayed as
+        another until its own lever first changed a request takes that world's state then."""
+        twin = CachePredictor(deepcopy(self.state), labels=self.labels)
+        twin.previous = dict(self.previous)
+        return twin
 
     def expired_hashes(self, now: datetime | None) -> set[str]:
         """Prefix hashes of entries that have expired by ``now``."""

@@ -34,7 +34,7 @@ from projections.cache.whatif.scenarios import (
 )
 from projections.cache.whatif.tally import Tally, UnpricedModelError
 from projections.cache.whatif.transcript_replay import replay_transcript
-from projections.cache.whatif.world import Track, World
+from projections.cache.whatif.world import BODY_LEVERS, Track, World
 from projections.money import Price, price_match
 from projections.normalized import EventRecord, RequestRecord
 from projections.providers.mechanics import Scheme
@@ -110,7 +110,9 @@ def whatif_session(
     if not ordered:
         raise NoRequestsError("the session has no request with reported usage: nothing to replay")
     price_list = list(prices)
-    unpriced = sorted({r.model for r in ordered if price_match(model=r.model, prices=price_list) is None})
+    unpriced = sorted(
+        m for m in {r.model for r in ordered} if price_match(model=m, prices=price_list) is None
+    )
     if unpriced:
         raise UnpricedModelError(unpriced)
     source = bodies if bodies is not None else CarriedBodies()
@@ -118,6 +120,11 @@ def whatif_session(
     if with_body:
         return _from_bodies(ordered, with_body, source, parents, wanted, price_list)
     return _from_transcript(ordered, events, wanted, price_list)
+
+
+FOLLOW_BLOCKERS: frozenset[Lever] = BODY_LEVERS | {"extended-retention"}
+"""Levers that change the request before the rolling breakpoints are placed on it: a world pulling
+one replays on its own rather than following the world without ``rolling-breakpoint``."""
 
 
 def _wanted(names: Iterable[str] | None) -> list[Scenario]:
@@ -144,6 +151,9 @@ def _from_bodies(
         if shared not in tracks:
             tracks[shared] = Track(shared)
         worlds[levers] = World(levers, tracks[shared])
+        leader = worlds.get(levers - {"rolling-breakpoint"})
+        if leader is not None and leader is not worlds[levers] and not levers & FOLLOW_BLOCKERS:
+            worlds[levers].follow(leader)
     recorded = World(frozenset(), labels=True)
     reported = Tally()
     body = replay_bodies(ordered, bodies, recorded, worlds.values(), reported, parents=parents)

@@ -53,6 +53,15 @@ class Step:
     cache_key: str | None = None
     """The ``prompt_cache_key`` the stable-cache-key lever sends; ``None``: the lever changes nothing."""
     _bodies: dict[frozenset[Lever], RenderedRequest | None] = field(default_factory=dict)
+    _rolled: tuple[RenderedRequest | None] | None = None
+
+    def rolled(self) -> RenderedRequest | None:
+        """The request as sent with the rolling breakpoints; ``None`` when they change nothing (or
+        its provider has no breakpoints). Made once, whichever tracks ask."""
+        if self._rolled is None:
+            changes = self.facts.scheme == "anthropic-breakpoints"
+            self._rolled = (with_rolling_breakpoints(self.rendered) if changes else None,)
+        return self._rolled[0]
 
     def resent(self, levers: frozenset[Lever]) -> RenderedRequest | None:
         """The request rendered again with the body levers of ``levers`` pulled; ``None`` when they
@@ -127,7 +136,7 @@ class Track:
             if longer is not None:
                 rendered, touched = longer, True
         if "rolling-breakpoint" in levers and scheme == "anthropic-breakpoints":
-            rolled = with_rolling_breakpoints(rendered)
+            rolled = step.rolled() if rendered is step.rendered else with_rolling_breakpoints(rendered)
             if rolled is not None:
                 rendered, touched = rolled, True
         if "stable-prefix" not in levers:
@@ -135,6 +144,17 @@ class Track:
         placed = place(rendered, self._placed(step.parent), step.facts)
         self._keep(step, placed)
         return placed.rendered, touched or placed.moved
+
+    def take_history(self, leader: Track) -> None:
+        """Go on from where ``leader`` is, once: a track that sent nothing yet because its worlds
+        replayed as the leader's (its one lever more had changed nothing) takes the leader's
+        placements when that lever first changes a request. Its other world forking at the same
+        request finds the history taken already."""
+        if self._step is not None:
+            return
+        self._recent = OrderedDict(leader._recent)
+        self._latest = dict(leader._latest)
+        self._latest_by_key = dict(leader._latest_by_key)
 
     def _placed(self, key: str | None) -> Placed | None:
         if key is None:
@@ -170,9 +190,35 @@ class World:
         self._labels = labels
         self._calls: OrderedDict[str, CallInput] = OrderedDict()
         """With labels, the calls a later request may be judged against."""
+        self._leader: World | None = None
+        self._last: tuple[Step, Outcome] | None = None
+
+    def follow(self, leader: World) -> None:
+        """Replay as ``leader`` does, whose levers are this world's but ``rolling-breakpoint``,
+        while that lever changes nothing (a client that puts its breakpoints where the lever would
+        gets the leader's figures, worked out once); at the first request it changes, take the
+        leader's cache state and go on alone. The leader replays each request first."""
+        assert self.levers - leader.levers == {"rolling-breakpoint"}
+        assert not self.levers & (BODY_LEVERS | {"extended-retention"})  # those change what it rolls
+        self._leader = leader
 
     def replay(self, step: Step) -> Outcome:
         """Send ``step``'s request as this world does and predict what it reads and writes."""
+        leader = self._leader
+        if leader is not None:
+            if step.rolled() is None:
+                assert leader._last is not None
+                assert leader._last[0] is step
+                self._last = leader._last
+                return leader._last[1]
+            self._predictor = leader._predictor.copy()
+            self._track.take_history(leader._track)
+            self._leader = None
+        outcome = self._replay(step)
+        self._last = (step, outcome)
+        return outcome
+
+    def _replay(self, step: Step) -> Outcome:
         sent, touched = self._track.send(step)
         if self._one_hour and step.facts.scheme == "anthropic-breakpoints":
             longer = with_ttl_1h(sent)
