@@ -11,9 +11,12 @@ generator's own model of the provider. Prints:
 
 - the log: requests, units, MB of JSON;
 - in-engine timings, wall and CPU (median of ``--runs``, the collector paused as the service pauses
-  it): reading the log into records, rendering every request once (what the replay does first, and
-  the analysis does too), :func:`~projections.cache.whatif.session.whatif_session` over every
-  scenario from the records (render, lineages, and every world of ``best`` replayed in lockstep),
+  it): reading the log into records, rendering every request once (each body from nothing, then
+  in order through a :class:`~projections.cache.render.rendering.Renderer`, each taking the units
+  it shares with an earlier request, as the replay and the analysis render them),
+  :func:`~projections.cache.whatif.session.whatif_session` over every scenario from the records
+  (render, lineages, and every world of ``best`` replayed in lockstep, those that follow another
+  counted once),
   and the replay alone over the renderings, with lineages decided as a log file's are and as a
   stored session's analysis gives them; target under 1 s;
 - the whole process: ``manage.py whatif LOG --json`` in a fresh interpreter (Django start-up, the
@@ -171,7 +174,7 @@ def main() -> None:
 
     from dashboard.costs.pricing import prices_load
     from dashboard.savings.inputs import file_inputs
-    from projections.cache.render.rendering import render_request
+    from projections.cache.render.rendering import Renderer, render_request
     from projections.cache.session_analysis import analyse_records
     from projections.cache.whatif.replay import CarriedBodies
     from projections.cache.whatif.session import whatif_session
@@ -193,11 +196,18 @@ def main() -> None:
     print(f"     {len(records):,} requests, {units:,} messages in all")
     print(f"in the engine (median of {args.runs} runs):")
     line("read the log into records (once)", wall, cpu)
-    wall, cpu, rendered = timed(
-        lambda: {r.key: render_request(r.provider, r.api, r.body, usage=r.usage) for r in records if r.body},
+    wall, cpu, _ = timed(
+        lambda: [render_request(r.provider, r.api, r.body, usage=r.usage) for r in records if r.body],
         args.runs,
     )
-    line("render every request once", wall, cpu, "(the analysis renders them too)")
+    line("render every request alone", wall, cpu, "(each from nothing)")
+
+    def in_order() -> dict[str, Any]:
+        renderer = Renderer()
+        return {r.key: renderer.render(r.provider, r.api, r.body, usage=r.usage) for r in records if r.body}
+
+    wall, cpu, rendered = timed(in_order, args.runs)
+    line("render them in order", wall, cpu, "(shared messages taken, as the analysis does)")
     renderings: dict[str, Any] = rendered  # type: ignore[assignment]
 
     class Rendered(CarriedBodies):

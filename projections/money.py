@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from operator import add
 from typing import NamedTuple, Protocol
 
 MILLION = Decimal(1_000_000)
@@ -115,7 +116,7 @@ class Tokens(NamedTuple):
 
     def plus(self, other: Tokens) -> Tokens:
         """The two usages summed bucket by bucket."""
-        return Tokens(*(mine + theirs for mine, theirs in zip(self, other, strict=True)))
+        return Tokens(*map(add, self, other))
 
 
 def normalize_model(model: str) -> str:

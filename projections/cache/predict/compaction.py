@@ -54,7 +54,7 @@ def is_compaction_call(rendered: RenderedRequest) -> bool:
     """Whether a request is a summarising call: the summarizer's system prompt, or a last user
     message asking for the detailed summary of the conversation so far."""
     start, end = rendered.tier_start("system"), rendered.tier_start("messages")
-    if any(SUMMARIZER_SYSTEM in _text(rendered.raws[i]) for i in range(start, end)):
+    if any(_summarizer_block(rendered.block_hashes[i], rendered.raws[i]) for i in range(start, end)):
         return True
     last = rendered.message_indexes[-1] if end < len(rendered) else None
     if last is None:
@@ -67,6 +67,20 @@ def is_compaction_call(rendered: RenderedRequest) -> bool:
     return all(rendered.roles[i] == "user" for i in tail) and any(
         SUMMARY_REQUEST in _text(rendered.raws[i]) for i in tail
     )
+
+
+_SUMMARIZER_BLOCKS: dict[str, bool] = {}
+"""Whether each system block seen (by block hash) holds the summarizer's prompt: a session's
+requests send the same few system blocks, tens of kilobytes each, thousands of times."""
+
+
+def _summarizer_block(block_hash: str, raw: JSON) -> bool:
+    found = _SUMMARIZER_BLOCKS.get(block_hash)
+    if found is None:
+        if len(_SUMMARIZER_BLOCKS) >= 4_096:
+            _SUMMARIZER_BLOCKS.clear()
+        found = _SUMMARIZER_BLOCKS[block_hash] = SUMMARIZER_SYSTEM in _text(raw)
+    return found
 
 
 def is_compaction_restart(rendered: RenderedRequest) -> bool:
