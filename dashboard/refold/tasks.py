@@ -3,7 +3,9 @@
 Every task here is idempotent (a session folded twice ends with the same rows; a re-folded session
 with a result row is skipped), so they acknowledge late: a message whose worker died is delivered
 again. A run whose chunk was lost with its worker is picked up again by enqueueing the run with
-``resume=True`` (``manage.py refold --resume RUN`` or the run page).
+``resume=True`` (``manage.py refold --resume RUN``, the run page, or the sweep that takes over a
+run whose lease ran out). A resumed run's task and chunks go to :data:`RESUME_QUEUE`, not to the
+refold queue: there they would wait behind every chunk of the runs started since.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from dashboard.refold.runs import (
     fold_run_finish_if_complete,
     refold_run,
 )
+
+RESUME_QUEUE = "default"
+"""Where a resumed run's task and chunks are sent: a queue every worker serves (the README's
+``-Q ingest,fold,refold,default``) that no re-fold fills, so a run taken over from a dead worker
+goes on at once rather than after the later runs queued behind it on ``refold``."""
 
 
 @shared_task(
@@ -66,7 +73,10 @@ def refold_run_task(self: Task[Any, Any], run_id: int, resume: bool = False) -> 
     if not fold_run_claim(run_id=run_id, owner=owner, resume=resume):
         return
     for chunk in fold_run_chunks(run_id=run_id):
-        refold_chunk_task.delay(run_id, chunk)
+        if resume:
+            refold_chunk_task.apply_async((run_id, chunk), queue=RESUME_QUEUE)
+        else:
+            refold_chunk_task.delay(run_id, chunk)
     fold_run_finish_if_complete(run_id=run_id)
 
 

@@ -23,7 +23,7 @@ from dashboard.ingest.tasks import ingest_job_task
 from dashboard.ingest.uploads import uploads_remove_expired
 from dashboard.jobs.leases import lease_seconds
 from dashboard.refold.runs import fold_run_not_queued, fold_runs_release_lapsed
-from dashboard.refold.tasks import refold_run_task
+from dashboard.refold.tasks import RESUME_QUEUE, refold_run_task
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,11 @@ def ingest_job_enqueue(job_id: int) -> bool:
 def refold_run_enqueue(run_id: int, *, resume: bool = False) -> bool:
     """Send run ``run_id``'s task; ``False``, with the run marked not queued, when the broker refuses."""
     try:
-        refold_run_task.delay(run_id, resume=resume)
+        if resume:
+            # Past the later runs' chunks on the refold queue (see RESUME_QUEUE).
+            refold_run_task.apply_async((run_id,), {"resume": True}, queue=RESUME_QUEUE)
+        else:
+            refold_run_task.delay(run_id)
     except SEND_ERRORS as error:
         fold_run_not_queued(run_id=run_id, reason=str(error) or type(error).__name__)
         return False

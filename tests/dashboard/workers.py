@@ -53,8 +53,8 @@ def _database_env() -> dict[str, str]:
 
 
 @contextmanager
-def worker_process(log: Path, *, broker: str) -> Iterator[subprocess.Popen[bytes]]:
-    """Start ``celery worker`` and wait until it is ready; stop it on exit."""
+def worker_process(log: Path, *, broker: str, queues: str = QUEUES) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``celery worker`` on ``queues`` and wait until it is ready; stop it on exit."""
     env = {
         **os.environ,
         **_database_env(),
@@ -72,7 +72,7 @@ def worker_process(log: Path, *, broker: str) -> Iterator[subprocess.Popen[bytes
         "--pool",
         "solo",
         "-Q",
-        QUEUES,
+        queues,
         "-n",
         name,
         "--loglevel",
