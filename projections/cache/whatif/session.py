@@ -156,7 +156,9 @@ def _from_bodies(
             worlds[levers].follow(leader)
     recorded = World(frozenset(), labels=True)
     reported = Tally()
-    body = replay_bodies(ordered, bodies, recorded, worlds.values(), reported, parents=parents)
+    # Followers first: each must fork from its leader's state before the leader sends a request.
+    in_order = sorted(worlds.values(), key=lambda world: not world.following)
+    body = replay_bodies(ordered, bodies, recorded, in_order, reported, parents=parents)
     facts = SessionFacts(requests=len(ordered), body=body)
     tallies = {levers: world.tally for levers, world in worlds.items()}
     tallies[frozenset()] = recorded.tally

@@ -197,20 +197,32 @@ class World:
         """Replay as ``leader`` does, whose levers are this world's but ``rolling-breakpoint``,
         while that lever changes nothing (a client that puts its breakpoints where the lever would
         gets the leader's figures, worked out once); at the first request it changes, take the
-        leader's cache state and go on alone. The leader replays each request first."""
+        leader's cache state and go on alone.
+
+        The state taken must be the leader's before that request, so a follower is handed each
+        request before its leader (:attr:`following` sorts it first): while it follows it has the
+        leader replay the request, and the leader, handed it next, answers from what it did."""
         assert self.levers - leader.levers == {"rolling-breakpoint"}
         assert not self.levers & (BODY_LEVERS | {"extended-retention"})  # those change what it rolls
         self._leader = leader
 
+    @property
+    def following(self) -> bool:
+        """Whether this world still replays as its leader (see :meth:`follow`)."""
+        return self._leader is not None
+
     def replay(self, step: Step) -> Outcome:
-        """Send ``step``'s request as this world does and predict what it reads and writes."""
+        """Send ``step``'s request as this world does and predict what it reads and writes; asked
+        again for the same request, what it did."""
+        if self._last is not None and self._last[0] is step:
+            return self._last[1]
         leader = self._leader
         if leader is not None:
             if step.rolled() is None:
-                assert leader._last is not None
-                assert leader._last[0] is step
-                self._last = leader._last
-                return leader._last[1]
+                self._last = (step, leader.replay(step))
+                return self._last[1]
+            # The leader has not sent this request yet: followers are handed each one first.
+            assert leader._last is None or leader._last[0] is not step
             self._predictor = leader._predictor.copy()
             self._track.take_history(leader._track)
             self._leader = None

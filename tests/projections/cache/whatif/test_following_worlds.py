@@ -4,6 +4,8 @@ of replaying it on its own from the start."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from projections.cache.whatif import world
@@ -38,14 +40,29 @@ def markers_dropped_midway() -> list[RequestRecord]:
     return records
 
 
+def lagging_marker_untimed() -> list[RequestRecord]:
+    """Four requests marking their last message, then six whose client marks the one before it, all
+    logged without a first-token time (so what a request writes is readable at once): the world
+    without the lever writes at request 5 a prefix the lever's world, marking the last message,
+    would find in its lookback were it handed that world's state after request 5 rather than before."""
+    records = []
+    for n in range(1, 11):
+        sent = body(n, mark_last=n <= 4)
+        if n > 4:
+            sent["messages"][-2]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        reported = usage(read=0, write=prompt(n)) if n == 1 else usage(read=prompt(n - 1), write=800)
+        records.append(replace(request(n, 60 * (n - 1), sent, reported), first_token_at=None))
+    return records
+
+
 def figures(whatif: WhatIf) -> list[tuple[str, object, object, dict[str, object]]]:
     return [(r.scenario, r.tokens, r.cost, dict(r.by_request)) for r in whatif.results]
 
 
 @pytest.mark.parametrize(
     "session",
-    [markers_dropped_midway, clock_session, idle_session, system_only_session],
-    ids=["lever from request 5", "never", "never, idle gaps", "from the first"],
+    [markers_dropped_midway, lagging_marker_untimed, clock_session, idle_session, system_only_session],
+    ids=["lever from request 5", "lagging marker, untimed", "never", "never, idle gaps", "from the first"],
 )
 def test_a_following_world_gives_what_replaying_it_alone_gives(
     session: object, monkeypatch: pytest.MonkeyPatch
