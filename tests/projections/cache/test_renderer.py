@@ -4,6 +4,7 @@ render exactly as each body rendered alone does."""
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import fields
 from typing import Any
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from projections.cache.render import accel
 from projections.cache.render.canonical import canonical_bytes, chain_units, python_chain_units
 from projections.cache.render.rendered_request import RenderedRequest
-from projections.cache.render.rendering import Renderer, render_request
+from projections.cache.render.rendering import Renderer, RenderError, render_request
 from projections.cache.render.reuse import python_shared_prefix, same_json, shared_messages
 from projections.normalized import Usage
 
@@ -245,3 +246,153 @@ def test_the_chain_of_known_block_hashes_is_the_chain_hash_units_gives(twin: str
         bytes.fromhex("".join(rendered.block_hashes)), (tiers, roles, starts), header, []
     )
     assert linked == plain == rendered.prefix_hashes
+
+
+# --- any sequence of bodies ----------------------------------------------------------------------
+
+block_values = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, st.sampled_from(["a", "b", "é😀", ""])),
+    st.builds(
+        lambda n: {"type": "tool_use", "id": "t", "name": "x", "input": {"n": n}},
+        st.sampled_from([1, 1.0, True, -0.0, 0.0]),
+    ),
+    st.builds(
+        lambda t: {"type": "tool_result", "tool_use_id": "t", "content": t}, st.sampled_from(["r", "s"])
+    ),
+    st.just(
+        {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image", "source": {"data": "x"}}]}
+    ),
+    st.just(
+        {
+            "type": "tool_result",
+            "tool_use_id": "t",
+            "content": [{"type": "text", "text": "p", "cache_control": MARK}],
+        }
+    ),
+    st.just({"type": "thinking", "thinking": "hm", "signature": "s"}),
+    st.just({"type": "redacted_thinking", "data": "x"}),
+    st.just({"type": "text", "text": "m", "cache_control": MARK}),
+)
+chat_messages = st.one_of(
+    st.builds(
+        lambda r, c: {"role": r, "content": c},
+        st.sampled_from(["system", "developer", "user", "assistant"]),
+        st.sampled_from(["hi", "yo", None]),
+    ),
+    st.just({"role": "tool", "tool_call_id": "c", "content": "out"}),
+    st.just(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        }
+    ),
+)
+anthropic_messages = st.builds(
+    lambda r, blocks: {"role": r, "content": blocks},
+    st.sampled_from(["user", "assistant"]),
+    st.one_of(st.lists(block_values, min_size=0, max_size=3), st.sampled_from(["plain", ""])),
+)
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["append", "append", "append", "edit", "drop", "shrink", "model", "system", "tools", "param"]
+        ),
+        st.integers(0, 50),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _bodies(
+    api: str, first: list[dict[str, Any]], steps: list[tuple[str, int]], extra: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A session's bodies: each step changes the one before (appends, edits, drops, a compaction,
+    another model, system prompt, tool list or a parameter)."""
+    model = SONNET if api == "messages" else "gpt-5"
+    system: Any = "You help."
+    tools: list[Any] = copy.deepcopy(TOOLS)
+    messages = copy.deepcopy(first)
+    params: dict[str, Any] = {}
+    bodies = []
+    for (kind, n), message in zip(steps, extra * (len(steps) // max(len(extra), 1) + 1), strict=False):
+        if kind == "append":
+            messages.append(copy.deepcopy(message))
+        elif kind == "edit" and messages:
+            messages[n % len(messages)] = copy.deepcopy(message)
+        elif kind == "drop" and messages:
+            del messages[n % len(messages)]
+        elif kind == "shrink":
+            messages = messages[: n % 3]
+        elif kind == "model":
+            model = {"messages": [SONNET, OPUS], "chat": ["gpt-5", "gpt-4o"]}[api][n % 2]
+        elif kind == "system":
+            system = (
+                [{"type": "text", "text": f"sys {n % 3}", **({"cache_control": MARK} if n % 2 else {})}]
+                if n % 4
+                else f"s{n % 3}"
+            )
+        elif kind == "tools":
+            tools = tools[: n % 4]
+        elif kind == "param":
+            params = [
+                {},
+                {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+                {"cache_control": MARK},
+                {"tool_choice": {"type": "auto"}},
+            ][n % 4]
+        body: dict[str, Any] = {"model": model, "messages": copy.deepcopy(messages), **params}
+        if tools:
+            body["tools"] = copy.deepcopy(tools)
+        if api == "messages":
+            body["system"] = copy.deepcopy(system)
+        bodies.append(body)
+    return bodies
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(anthropic_messages, min_size=1, max_size=4),
+    edits,
+    st.lists(anthropic_messages, min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_any_anthropic_session_renders_in_order_as_each_body_alone(
+    first: list[dict[str, Any]], steps: list[tuple[str, int]], extra: list[dict[str, Any]], plain: bool
+) -> None:
+    _differential("messages", "anthropic", _bodies("messages", first, steps, extra), plain)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(chat_messages, min_size=1, max_size=4),
+    edits,
+    st.lists(chat_messages, min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_any_chat_session_renders_in_order_as_each_body_alone(
+    first: list[dict[str, Any]], steps: list[tuple[str, int]], extra: list[dict[str, Any]], plain: bool
+) -> None:
+    _differential("chat", "openai", _bodies("chat", first, steps, extra), plain)
+
+
+def _differential(api: str, provider: str, bodies: list[dict[str, Any]], plain: bool) -> None:
+    """Each body renders through one Renderer as alone, or fails alike; with the C extension or not."""
+    native = accel.native
+    if plain:
+        accel.native = None
+    try:
+        renderer = Renderer()
+        for body in bodies:
+            try:
+                alone = render_request(provider, api, body)
+            except RenderError as error:
+                with pytest.raises(RenderError, match=re.escape(str(error))):
+                    renderer.render(provider, api, body)
+                continue
+            in_order = renderer.render(provider, api, body)
+            for field in fields(RenderedRequest):
+                assert getattr(in_order, field.name) == getattr(alone, field.name), field.name
+    finally:
+        accel.native = native
