@@ -351,30 +351,21 @@ def _bodies(
     return bodies
 
 
+SESSIONS = {
+    "messages": ("anthropic", anthropic_messages),
+    "chat": ("openai", chat_messages),
+}
+
+
+@pytest.mark.parametrize("api", list(SESSIONS))
 @settings(max_examples=150, deadline=None)
-@given(
-    st.lists(anthropic_messages, min_size=1, max_size=4),
-    edits,
-    st.lists(anthropic_messages, min_size=1, max_size=4),
-    st.booleans(),
-)
-def test_any_anthropic_session_renders_in_order_as_each_body_alone(
-    first: list[dict[str, Any]], steps: list[tuple[str, int]], extra: list[dict[str, Any]], plain: bool
-) -> None:
-    _differential("messages", "anthropic", _bodies("messages", first, steps, extra), plain)
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(chat_messages, min_size=1, max_size=4),
-    edits,
-    st.lists(chat_messages, min_size=1, max_size=4),
-    st.booleans(),
-)
-def test_any_chat_session_renders_in_order_as_each_body_alone(
-    first: list[dict[str, Any]], steps: list[tuple[str, int]], extra: list[dict[str, Any]], plain: bool
-) -> None:
-    _differential("chat", "openai", _bodies("chat", first, steps, extra), plain)
+@given(data=st.data())
+def test_any_session_renders_in_order_as_each_body_alone(api: str, data: st.DataObject) -> None:
+    provider, messages = SESSIONS[api]
+    first = data.draw(st.lists(messages, min_size=1, max_size=4))
+    extra = data.draw(st.lists(messages, min_size=1, max_size=4))
+    bodies = _bodies(api, first, data.draw(edits), extra)
+    _differential(api, provider, bodies, data.draw(st.booleans()))
 
 
 def _differential(api: str, provider: str, bodies: list[dict[str, Any]], plain: bool) -> None:
