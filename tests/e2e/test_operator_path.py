@@ -51,6 +51,10 @@ def test_overview_to_a_session_found_by_its_title_to_its_costliest_miss(
     page.get_by_label("Search").fill("cache regression")
     rows = page.locator("#session-table tbody tr")
     expect(rows).to_have_count(1)
+    # The search answers both its "change" and its debounced "input" (300 ms): the table is swapped
+    # twice, and measured only once the second swap is done.
+    page.wait_for_timeout(400)
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
     expect(rows.first).to_contain_text("Nightly build cache regression")
     cost_cell = rows.first.locator("td").nth(_column(page, "Cost"))
     expect(cost_cell).to_be_visible()
