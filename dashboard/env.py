@@ -60,6 +60,17 @@ def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
     return value
 
 
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (case-insensitive); the first when unset or blank."""
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
+    if not value:
+        return choices[0]
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not one of: {', '.join(choices)}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

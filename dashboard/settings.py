@@ -14,7 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.access.client_address import trusted_proxy_networks
-from dashboard.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from dashboard.env import env_bool, env_choice, env_float, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -187,6 +187,9 @@ CELERY_TASK_ROUTES = {
     "dashboard.tasks.refold*": {"queue": "refold"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Without a broker, `manage.py ingest` leaves the folds and analyses of what it stored to one
+# background process and returns (dashboard/ingest/background.py); "inline" runs them in the command.
+CACHESCOPE_FOLLOWUPS = env_choice("CACHESCOPE_FOLLOWUPS", ("background", "inline"))
 # A claimed job is leased for this many seconds and renewed by its worker while it runs; a job
 # whose worker died is handed to another within about one lease (the workers sweep every half lease).
 CACHESCOPE_JOB_LEASE_SECONDS = env_int("CACHESCOPE_JOB_LEASE_SECONDS", 30, minimum=2)

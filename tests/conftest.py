@@ -64,8 +64,15 @@ def pytest_configure(config: pytest.Config) -> None:
     The hashed names of the deployed storage would need a manifest that a fresh checkout lacks, and
     one left over from an earlier collectstatic would serve stale copies of files being edited.
     """
+    import os
+
     from django.conf import settings
 
+    # Every fold and analysis runs in the command that stored its session, in this process and in
+    # the whole processes tests start, so a test reads them as soon as the ingest returns; the
+    # background drain has tests of its own (tests/dashboard/test_background_followups.py).
+    os.environ["CACHESCOPE_FOLLOWUPS"] = "inline"
+    settings.CACHESCOPE_FOLLOWUPS = "inline"
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

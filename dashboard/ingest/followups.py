@@ -106,6 +106,11 @@ def enqueue_followups(session_ids: list[int]) -> list[int]:
     # Once each, in order: a session stored twice in one ingest (the same log in two folders) has
     # one set of follow-ups, and a task never folds or analyses a session twice over.
     session_ids = list(dict.fromkeys(session_ids))
+    deferred = _deferred.get()
+    if deferred is not None:
+        # Their outbox rows stay, committed with the sessions: the background drain takes them.
+        deferred.extend(session_ids)
+        return refused
     for start in range(0, len(session_ids), FOLLOWUP_BATCH):
         batch = session_ids[start : start + FOLLOWUP_BATCH]
         sent = True
@@ -196,6 +201,24 @@ def followups_due(session_id: int) -> bool:
 
 
 _delivered: ContextVar[list[int] | None] = ContextVar("followups_delivered", default=None)
+
+_deferred: ContextVar[list[int] | None] = ContextVar("followups_deferred", default=None)
+
+
+@contextmanager
+def followups_deferred() -> Iterator[list[int]]:
+    """Within the block nothing is enqueued: the sessions' outbox rows stay for a later drain
+    (:mod:`dashboard.ingest.background`), and the list yielded gathers their ids.
+
+    Where tasks run in-process, enqueueing a follow-up runs it, so a command line that stores logs
+    would wait for every fold and analysis; deferred, it returns once the rows are stored.
+    """
+    deferred: list[int] = []
+    token = _deferred.set(deferred)
+    try:
+        yield deferred
+    finally:
+        _deferred.reset(token)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import site
+import sqlite3
 import subprocess
 import sys
 import urllib.request
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.dashboard.test_background_followups import wait_for_exit
 from tests.dashboard.test_ingest_watch import Output, interruptible
 from tests.dashboard.transcript_lines import SESSION, conversation
 
@@ -148,3 +150,29 @@ def test_cachescope_report_is_the_report_command_over_what_cachescope_ingested(
     assert "stored 3 calls" in set_up.stdout
     rows = json.loads(report.stdout)
     assert [(row["session_id"], row["requests"]) for row in rows] == [(SESSION, 3)]
+
+
+def test_cachescope_ingest_leaves_its_analyses_to_a_drain_that_runs_from_the_installed_package(
+    installed: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "logs" / "-home-dev-project"
+    project.mkdir(parents=True)
+    (project / f"{SESSION}.jsonl").write_bytes(b"".join(conversation(2)))
+    env = home_env(tmp_path) | {"CACHESCOPE_FOLLOWUPS": "background"}
+    subprocess.run([str(installed / "cachescope"), "--no-serve", "--no-watch"], env=env, check=True)
+
+    ingested = subprocess.run(
+        [str(installed / "cachescope"), "ingest", "--json", str(tmp_path / "logs")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    background = json.loads(ingested.stdout)["followups_in_background"]
+    assert background["sessions"] == 1
+    wait_for_exit(background["pid"])
+    data = tmp_path / ".local" / "share" / "cachescope"
+    assert (data / "followups.log").read_text() == ""
+    with sqlite3.connect(data / "cachescope.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM dashboard_requestanalysis").fetchone() == (2,)
+        assert db.execute("SELECT count(*) FROM dashboard_pendingfollowup").fetchone() == (0,)

@@ -2,17 +2,22 @@
 
 Each file is read from where the last ingest of it stopped; an unchanged one costs a ``stat``.
 ``--watch`` goes on following the paths and stores what is written to them as it comes.
+
+Without a broker, the folds and analyses of what was stored run in one background process once
+the command has stored the rows (:mod:`dashboard.ingest.background`); ``--wait`` runs them first.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.ingest.followups import followups_deferred
 from dashboard.ingest.jobs import ingest_job_claim, ingest_job_database_unavailable, ingest_job_run
 from dashboard.management.progress import ProgressBar
 from dashboard.models import IngestJob
@@ -41,6 +46,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--poll", action="store_true", help="With --watch: poll the files rather than wait for events."
         )
+        parser.add_argument(
+            "--wait",
+            action="store_true",
+            help="Fold and analyse what was stored before returning (without a broker they otherwise "
+            "run in the background once the rows are stored).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         paths: list[Path] = options["paths"]
@@ -62,8 +73,12 @@ class Command(BaseCommand):
             bar.total = current.bytes_total
             bar.update(current.bytes_done)
 
+        from dashboard.ingest.background import followups_in_background
+
+        background = followups_in_background() and not options["wait"]
         try:
-            summary = ingest_job_run(job_id=job.pk, owner=owner, on_progress=show)
+            with followups_deferred() if background else nullcontext([]) as deferred:
+                summary = ingest_job_run(job_id=job.pk, owner=owner, on_progress=show)
         except DatabaseUnavailable as stopped:
             bar.close()
             # One line, not the driver's traceback; exit 75 (EX_TEMPFAIL): run it again later.
@@ -71,10 +86,13 @@ class Command(BaseCommand):
             ingest_job_database_unavailable(job_id=job.pk, owner=owner, stopped=stopped)
             raise SystemExit(EXIT_TRY_AGAIN) from None
         bar.close()
+        drain = self._drain(deferred)
 
         if options["json"]:
             result = summary.as_dict() | {
                 "job": job.pk,
+                # The background drain folding and analysing them, for a script to wait on.
+                "followups_in_background": {"sessions": len(set(deferred)), "pid": drain} if drain else None,
                 "error_lines": [str(e) for e in summary.errors],
                 "notice_lines": [str(n) for n in summary.notices],
                 "stored_elsewhere": [
@@ -109,6 +127,11 @@ class Command(BaseCommand):
             unchanged = summary.duplicates or (files is not None and files.unchanged)
             if not summary.events_added and not summary.requests_added and unchanged:
                 self.stdout.write("Nothing new: everything in these files was already stored.")
+            if drain:
+                self.stdout.write(
+                    f"Folding and analysing {len(set(deferred))} sessions in the background (process "
+                    f"{drain}); `manage.py report` waits for them."
+                )
             if summary.followups_pending:
                 self.stderr.write(
                     f"{len(summary.followups_pending)} sessions are stored, but their folds and analyses "
@@ -116,6 +139,22 @@ class Command(BaseCommand):
                 )
         if summary.errors and not summary.sessions and not summary.elsewhere:
             raise CommandError(f"no session could be read; {len(summary.errors)} errors")
+
+    def _drain(self, deferred: list[int]) -> int | None:
+        """Start the background drain of the follow-ups deferred; its pid, or ``None`` with none due
+        or when it could not start (the outbox keeps them for the next ingest's drain)."""
+        if not deferred:
+            return None
+        from dashboard.ingest.background import drain_start
+
+        try:
+            return drain_start()
+        except OSError as error:
+            self.stderr.write(
+                f"{len(set(deferred))} sessions are stored, but their folds and analyses could not start "
+                f"in the background ({error}); `manage.py resend_followups --drain` runs them."
+            )
+            return None
 
     def _watch(self, paths: list[Path], options: dict[str, Any]) -> None:
         from dashboard.ingest.incremental.watch import PathWatcher

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from dashboard.fleet.reports import session_report
+from dashboard.ingest.background import followups_settle
 
 
 class Command(BaseCommand):
@@ -21,6 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--source", help="Only sessions of this source.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The costs come from the analyses: an ingest just before may have left them to its drain.
+        followups_settle()
         rows = session_report(source=options["source"])
         if options["json"]:
             self.stdout.write(json.dumps(rows, indent=2))
