@@ -8,6 +8,9 @@ import sys
 
 
 def main() -> None:
+    from dashboard import startup_gc
+
+    startup_gc.pause()  # until the apps are ready: start-up makes no garbage worth a pass
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     from django.core.management import execute_from_command_line
 

@@ -11,6 +11,7 @@ class DashboardConfig(AppConfig):
         from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
+        from dashboard import startup_gc
         from dashboard.access import role_sync
         from dashboard.costs.migrate_hooks import make_missing_cost_ledgers
         from dashboard.fleet import rollup_signals  # noqa: F401  (connects the rollups to session deletes)
@@ -24,3 +25,5 @@ class DashboardConfig(AppConfig):
         role_sync.connect()
         connection_created.connect(use_psycopg_timestamps, dispatch_uid="cachescope-psycopg-timestamps")
         post_migrate.connect(make_missing_cost_ledgers, sender=self, dispatch_uid="cachescope-cost-ledgers")
+        # The last app ready: everything start-up imported lives as long as the process.
+        startup_gc.resume()

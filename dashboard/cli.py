@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``cachescope`` console command."""
+    from dashboard import startup_gc
+
+    startup_gc.pause()  # until the apps are ready: start-up makes no garbage worth a pass
     args = list(sys.argv[1:] if argv is None else argv)
     _embedded_defaults()
     if args and args[0] in ALIASES:

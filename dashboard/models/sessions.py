@@ -66,17 +66,27 @@ TEXT_SEARCH_CONFIG = "simple"
 
 
 class MessageMatches(models.Func):
-    """``to_tsvector('simple', data) @@ plainto_tsquery('simple', text)``: whether an event's JSON
-    string values hold every word of ``text``. Written as the partial GIN index of migration 0040
-    holds the vector, so the index serves the search."""
+    """Whether an event's JSON string values hold every word of ``text``:
+    ``plainto_tsquery('simple', text)`` against the message's ``words`` (migration 0051), the
+    column the GIN index covers, or, for a message whose words the ingest's follow-up has not
+    filled yet, against ``to_tsvector('simple', data)`` computed here, over the partial index of
+    such messages. Takes the event's ``data`` and the text."""
 
     output_field = models.BooleanField()
 
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
         data, text = (compiler.compile(expression) for expression in self.get_source_expressions())
+        column = connection.ops.quote_name("data")
+        if not data[0].endswith(column):
+            raise ValueError(f"MessageMatches reads an event's data column, not {data[0]}")
+        # ``words`` is PostgreSQL's alone, outside the model: the same table's column beside data.
+        words = data[0].removesuffix(column) + connection.ops.quote_name("words")
         config = f"'{TEXT_SEARCH_CONFIG}'::regconfig"
-        sql = f"to_tsvector({config}, {data[0]}) @@ plainto_tsquery({config}, {text[0]})"
-        return sql, [*data[1], *text[1]]
+        query = f"plainto_tsquery({config}, {text[0]})"
+        sql = (
+            f"({words} @@ {query} OR ({words} IS NULL AND to_tsvector({config}, {data[0]}) @@ {query}))"
+        )
+        return sql, [*text[1], *data[1], *text[1]]
 
 
 def conversation_events(text: str) -> models.QuerySet[Event]:

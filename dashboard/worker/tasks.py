@@ -12,6 +12,7 @@ from dashboard.analysis.tasks import analyse_session_task, analyse_sessions_task
 from dashboard.ingest.tasks import ingest_job_task
 from dashboard.refold.tasks import fold_session_task, fold_sessions_task, refold_chunk_task, refold_run_task
 from dashboard.savings.tasks import savings_refresh_task
+from dashboard.sessions.tasks import message_words_task
 from dashboard.worker.queueing import ingest_job_enqueue, jobs_take_over, refold_run_enqueue
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ingest_job_enqueue",
     "ingest_job_task",
     "jobs_take_over",
+    "message_words_task",
     "refold_chunk_task",
     "refold_run_enqueue",
     "refold_run_task",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date
 from typing import Final
 
@@ -93,8 +94,13 @@ def _bare(model: str) -> str:
     return provider_rules.bare_model(model)
 
 
+@lru_cache(maxsize=256)
 def window_rule(model: str) -> WindowRule | None:
-    """The first rule of :data:`WINDOW_RULES` that ``model`` matches, or ``None``."""
+    """The first rule of :data:`WINDOW_RULES` that ``model`` matches, or ``None``.
+
+    Kept per model id: an ingest asks once a request, of a handful of ids, and each rule's match
+    takes a few regular expressions.
+    """
     for rule in WINDOW_RULES:
         if rule.matches(model):
             return rule

@@ -14,7 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.ingest.files import ingest_paths
+from dashboard.ingest.followups import followups_deferred
 from dashboard.models import Event, Session
+from dashboard.models.sessions import CONVERSATION_TYPES
+from dashboard.sessions.message_words import message_words_index
 from tests.dashboard.logs import dsh_lines, write_jsonl
 from tests.projections.formats.conftest import transcript_line
 
@@ -106,6 +109,7 @@ def test_on_postgresql_the_conversation_search_reads_the_full_text_index(tmp_pat
         Event(session=chatter, seq=seq, type="user/message", data={"content": f"routine note {seq}"})
         for seq in range(20_000)
     )
+    message_words_index(list(Session.objects.values_list("pk", flat=True)))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE dashboard_event")
 
@@ -115,4 +119,33 @@ def test_on_postgresql_the_conversation_search_reads_the_full_text_index(tmp_pat
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "event_message_words" in plan
+    # The words' GIN index, and for messages not indexed yet the small index of those.
+    assert "event_words" in plan
+    assert "event_words_pending" in plan
+
+
+def test_on_postgresql_a_message_is_found_before_and_after_its_words_are_indexed(tmp_path: Path) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the words column is PostgreSQL's; SQLite searches by LIKE")
+    transcript(tmp_path, summary=None)
+    with followups_deferred():
+        ingest_paths(paths=[tmp_path], source_name="laptop")
+
+    def unindexed() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM dashboard_event WHERE words IS NULL AND type = ANY(%s)",
+                [list(CONVERSATION_TYPES)],
+            )
+            return int(cursor.fetchone()[0])
+
+    messages = Event.objects.filter(type__in=CONVERSATION_TYPES).count()
+    assert messages > 0
+    assert unindexed() == messages  # the ingest left them to its follow-up
+    assert [s.external_id for s in Session.objects.search("ledger table")] == [SESSION]
+
+    assert message_words_index([Session.objects.get().pk]) == messages
+    assert unindexed() == 0
+    assert [s.external_id for s in Session.objects.search("ledger table")] == [SESSION]
+    assert list(Session.objects.search("nowhere said")) == []
+    assert message_words_index([Session.objects.get().pk]) == 0  # once indexed, left alone
