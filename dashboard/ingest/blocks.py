@@ -8,11 +8,13 @@ database about each block once, not once per turn.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashboard.models import Block
-from projections.cache.render.rendering import Renderer
 from projections.normalized import RequestRecord
+
+if TYPE_CHECKING:
+    from projections.cache.render.rendering import Renderer
 
 
 @dataclass(frozen=True)
@@ -30,9 +32,7 @@ class BlockStore:
         self._known: set[str] = set()
         self._written: set[str] = set()  # written inside the open transaction, not yet committed
         self._pending: dict[str, Block] = {}
-        # Requests come in the order they were logged, so each takes the messages it shares with
-        # the last few from their renderings.
-        self._renderer = Renderer()
+        self._renderer: Renderer | None = None
 
     def render(self, record: RequestRecord) -> StoredRendering:
         """Render ``record``'s body into units, queue its unseen blocks, and return the row's fields.
@@ -41,7 +41,7 @@ class BlockStore:
         tokens are calibrated to the provider's reported prompt total when usage is present.
         """
         assert record.body is not None
-        rendered = self._renderer.render(record.provider, record.api, record.body, usage=record.usage)
+        rendered = self._rendering().render(record.provider, record.api, record.body, usage=record.usage)
         # Consecutive requests of a conversation re-send their history: only the units whose hash
         # this store has not met yet are copied out of the rendering.
         for i, block_hash in enumerate(rendered.block_hashes):
@@ -71,6 +71,17 @@ class BlockStore:
         return StoredRendering(
             params=dict(rendered.params), units=units, markers=markers, warnings=list(rendered.warnings)
         )
+
+    def _rendering(self) -> Renderer:
+        """The renderer, made for the first request with a body: transcripts (most logs) have none,
+        and an ingest of them need not load the render engine."""
+        if self._renderer is None:
+            from projections.cache.render.rendering import Renderer
+
+            # Requests come in the order they were logged, so each takes the messages it shares
+            # with the last few from their renderings.
+            self._renderer = Renderer()
+        return self._renderer
 
     def has(self, block_hash: str) -> bool:
         """True when the block is stored, or written by the open transaction."""

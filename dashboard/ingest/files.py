@@ -35,7 +35,6 @@ from dashboard.ingest.summary import IngestSummary
 from dashboard.jobs.tally import job_tally_add, job_tally_read
 from dashboard.models import IngestError, IngestJob, IngestNotice, Session, Source
 from dashboard.models.ingest import SAVED_FILE_KINDS
-from dashboard.refold.projcache import projcache_ingest
 from dashboard.storage.db_outage import (
     DatabaseUnavailable,
     database_label,
@@ -218,6 +217,9 @@ def _check_host_projections(log: Path, source: Source, summary: IngestSummary) -
     cache = log.parent / PROJCACHE_NAME
     if not cache.is_file():
         return
+    # Loaded for the dsh logs that have one: the fold engine is no part of storing a transcript.
+    from dashboard.refold.projcache import projcache_ingest
+
     result = projcache_ingest(cache, source_name=source.name)
     if result.error:
         summary.errors.append(LineError(str(cache), None, "projcache", result.error))

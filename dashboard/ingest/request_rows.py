@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dashboard.ingest.blocks import BlockStore
 from dashboard.models import Request, Session
-from projections.cache.render.rendering import RenderError
 from projections.context_series import request_figures
 from projections.normalized import LineError, RequestRecord
 from projections.prices import PriceError
@@ -67,6 +66,9 @@ def request_row(
             row.tools_tokens = figures.breakdown.tools_tokens
             row.message_tokens = figures.breakdown.message_tokens
     if record.body is not None:
+        # The render engine loads with the first body: a transcript's calls have none.
+        from projections.cache.render.rendering import RenderError
+
         try:
             rendered = blocks.render(record)
         except RenderError as error:

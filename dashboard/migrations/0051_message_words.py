@@ -27,11 +27,14 @@ def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
         while True:
             cursor.execute(
                 "UPDATE dashboard_event SET words = to_tsvector('simple'::regconfig, data) WHERE id IN ("
-                f"SELECT id FROM dashboard_event WHERE type IN {TYPES} AND words IS NULL LIMIT {BATCH})"
+                "SELECT id FROM dashboard_event WHERE type = ANY(%s) AND words IS NULL LIMIT %s)",
+                [["user/message", "assistant/message"], BATCH],
             )
             if cursor.rowcount < BATCH:
                 break
-    execute("CREATE INDEX IF NOT EXISTS event_words ON dashboard_event USING gin (words) WHERE words IS NOT NULL")
+    execute(
+        "CREATE INDEX IF NOT EXISTS event_words ON dashboard_event USING gin (words) WHERE words IS NOT NULL"
+    )
     execute(
         "CREATE INDEX IF NOT EXISTS event_words_pending ON dashboard_event (session_id) "
         f"WHERE words IS NULL AND type IN {TYPES}"

@@ -83,9 +83,7 @@ class MessageMatches(models.Func):
         words = data[0].removesuffix(column) + connection.ops.quote_name("words")
         config = f"'{TEXT_SEARCH_CONFIG}'::regconfig"
         query = f"plainto_tsquery({config}, {text[0]})"
-        sql = (
-            f"({words} @@ {query} OR ({words} IS NULL AND to_tsvector({config}, {data[0]}) @@ {query}))"
-        )
+        sql = f"({words} @@ {query} OR ({words} IS NULL AND to_tsvector({config}, {data[0]}) @@ {query}))"
         return sql, [*text[1], *data[1], *text[1]]
 
 

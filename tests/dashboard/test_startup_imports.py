@@ -132,3 +132,62 @@ def test_an_ingest_skips_the_system_checks_that_import_every_view(tmp_path: Path
     assert "projections.formats" not in loaded
     assert "dashboard.urls" not in loaded
     assert not {name for name in loaded if name.startswith("dashboard.views")}
+
+
+_LOADED_BY_A_TRANSCRIPT_INGEST = """
+import contextlib, io, json, sys
+import django
+django.setup()
+from django.core.management import ManagementUtility, call_command
+
+call_command("migrate", verbosity=0)
+before = set(sys.modules)
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    ManagementUtility(["manage.py", "ingest", "--json", sys.argv[1]]).execute()
+print(json.dumps({"loaded": sorted(set(sys.modules) - before), "summary": json.loads(out.getvalue())}))
+"""
+
+STORING_LEAVES_UNLOADED = (
+    "celery",
+    "kombu",
+    "dashboard.worker.tasks",
+    "dashboard.analysis.stored_sessions",
+    "projections.cache.session_analysis",
+    "dashboard.refold.folds",
+    "projections.folds.registry",
+    "projections.cache.render.rendering",
+    "dashboard.savings.refresh",
+)
+"""What storing a Claude Code transcript needs none of, its follow-ups left to the background drain:
+the task queue, the analysis, fold and what-if engines, and the renderer of request bodies."""
+
+
+def test_storing_a_transcript_loads_neither_the_task_queue_nor_the_engines(tmp_path: Path) -> None:
+    from tests.dashboard.test_background_followups import wait_for_exit
+    from tests.dashboard.transcript_lines import SESSION, conversation
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "CACHESCOPE_DATA_DIR": str(tmp_path / "data"),
+        "CACHESCOPE_FOLLOWUPS": "background",
+    }
+    env.pop("DATABASE_URL", None)
+    env.pop("CELERY_BROKER_URL", None)
+    project = tmp_path / "projects" / "-home-dev-project"
+    project.mkdir(parents=True)
+    (project / f"{SESSION}.jsonl").write_bytes(b"".join(conversation(2)))
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED_BY_A_TRANSCRIPT_INGEST, str(tmp_path / "projects")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    wait_for_exit(result["summary"]["followups_in_background"]["pid"])
+    assert result["summary"]["requests"] == 2
+    assert "dashboard.ingest.files" in result["loaded"]
+    assert sorted(set(result["loaded"]).intersection(STORING_LEAVES_UNLOADED)) == []
