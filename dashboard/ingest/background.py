@@ -52,6 +52,7 @@ def drain_start() -> int:
     returned does not reach it) and finds the same database through the same environment.
     """
     data = Path(settings.DATA_DIR)
+    data.mkdir(parents=True, exist_ok=True)  # with PostgreSQL and a SECRET_KEY nothing else made it
     package_parent = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_parent), env.get("PYTHONPATH", "")) if p)
@@ -72,8 +73,20 @@ def drain_start() -> int:
 
 @contextmanager
 def _drain_lock() -> Iterator[None]:
-    """Held while one process drains the outbox; another waits for it."""
-    with (Path(settings.DATA_DIR) / LOCK_NAME).open("a") as held:
+    """Held while one process drains the outbox; another waits for it.
+
+    Where the data folder cannot hold the lock file (read-only), the drain runs unlocked: two at
+    once repeat some idempotent work, which beats leaving the follow-ups undone.
+    """
+    path = Path(settings.DATA_DIR) / LOCK_NAME
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        held = path.open("a")
+    except OSError as error:
+        log.warning("draining the follow-ups without the lock %s: %s", path, error)
+        yield
+        return
+    with held:
         fcntl.flock(held, fcntl.LOCK_EX)
         try:
             yield

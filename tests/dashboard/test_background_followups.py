@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -182,3 +183,34 @@ def test_the_report_command_runs_what_the_outbox_holds_before_reading(tmp_path: 
     call_command("report", "--json", stdout=io.StringIO())
     assert not PendingFollowup.objects.exists()
     assert RequestAnalysis.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_that_cannot_start_runs_the_followups_in_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard.ingest import background
+
+    def no_process() -> int:
+        raise OSError("[Errno 11] Resource temporarily unavailable")
+
+    monkeypatch.setattr(background, "followups_in_background", lambda: True)
+    monkeypatch.setattr(background, "drain_start", no_process)
+    write_dsh_log(tmp_path / "s1" / "session.jsonl", session_id="s1", turns=2)
+    out, err = io.StringIO(), io.StringIO()
+    call_command("ingest", "--json", str(tmp_path), stdout=out, stderr=err)
+
+    assert json.loads(out.getvalue())["followups_in_background"] is None
+    assert "could not start in the background ([Errno 11] Resource temporarily unavailable)" in err.getvalue()
+    assert not PendingFollowup.objects.exists()
+    assert RequestAnalysis.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_without_a_writable_data_folder_runs_unlocked(tmp_path: Path, settings: Any) -> None:
+    _deferred_ingest(tmp_path, "s1")
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the data folder should be")
+    settings.DATA_DIR = blocked
+    assert outbox_drain() == 1
+    assert not PendingFollowup.objects.exists()

@@ -141,19 +141,22 @@ class Command(BaseCommand):
             raise CommandError(f"no session could be read; {len(summary.errors)} errors")
 
     def _drain(self, deferred: list[int]) -> int | None:
-        """Start the background drain of the follow-ups deferred; its pid, or ``None`` with none due
-        or when it could not start (the outbox keeps them for the next ingest's drain)."""
+        """Start the background drain of the follow-ups deferred; its pid, or ``None`` with none due.
+
+        Should no process start (no fork allowed, a read-only data folder), they run here instead.
+        """
         if not deferred:
             return None
-        from dashboard.ingest.background import drain_start
+        from dashboard.ingest.background import drain_start, outbox_drain
 
         try:
             return drain_start()
         except OSError as error:
             self.stderr.write(
-                f"{len(set(deferred))} sessions are stored, but their folds and analyses could not start "
-                f"in the background ({error}); `manage.py resend_followups --drain` runs them."
+                f"the folds and analyses of {len(set(deferred))} sessions could not start in the background "
+                f"({error}); running them now"
             )
+            outbox_drain()
             return None
 
     def _watch(self, paths: list[Path], options: dict[str, Any]) -> None:
