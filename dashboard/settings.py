@@ -188,7 +188,7 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Without a broker, `manage.py ingest` leaves the folds and analyses of what it stored to one
-# background process and returns (dashboard/ingest/background.py); "inline" runs them in the command.
+# background process and returns (dashboard/worker/drain.py); "inline" runs them in the command.
 CACHESCOPE_FOLLOWUPS = env_choice("CACHESCOPE_FOLLOWUPS", ("background", "inline"))
 # A claimed job is leased for this many seconds and renewed by its worker while it runs; a job
 # whose worker died is handed to another within about one lease (the workers sweep every half lease).

@@ -208,7 +208,7 @@ _deferred: ContextVar[list[int] | None] = ContextVar("followups_deferred", defau
 @contextmanager
 def followups_deferred() -> Iterator[list[int]]:
     """Within the block nothing is enqueued: the sessions' outbox rows stay for a later drain
-    (:mod:`dashboard.ingest.background`), and the list yielded gathers their ids.
+    (:mod:`dashboard.worker.drain`), and the list yielded gathers their ids.
 
     Where tasks run in-process, enqueueing a follow-up runs it, so a command line that stores logs
     would wait for every fold and analysis; deferred, it returns once the rows are stored.

@@ -18,10 +18,10 @@ import pytest
 from django.core.management import call_command
 
 from dashboard.ingest import followups
-from dashboard.ingest.background import outbox_drain
 from dashboard.ingest.files import ingest_paths
 from dashboard.ingest.followups import followups_deferred
 from dashboard.models import PendingFollowup, ProjectionRow, RequestAnalysis, Session
+from dashboard.worker.drain import outbox_drain
 from tests.dashboard.logs import write_dsh_log
 from tests.dashboard.transcript_lines import SESSION, conversation
 
@@ -189,7 +189,7 @@ def test_the_report_command_runs_what_the_outbox_holds_before_reading(tmp_path: 
 def test_a_drain_that_cannot_start_runs_the_followups_in_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.ingest import background
+    from dashboard.worker import drain as background
 
     def no_process() -> int:
         raise OSError("[Errno 11] Resource temporarily unavailable")

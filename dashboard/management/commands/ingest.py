@@ -4,7 +4,7 @@ Each file is read from where the last ingest of it stopped; an unchanged one cos
 ``--watch`` goes on following the paths and stores what is written to them as it comes.
 
 Without a broker, the folds and analyses of what was stored run in one background process once
-the command has stored the rows (:mod:`dashboard.ingest.background`); ``--wait`` runs them first.
+the command has stored the rows (:mod:`dashboard.worker.drain`); ``--wait`` runs them first.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class Command(BaseCommand):
             bar.total = current.bytes_total
             bar.update(current.bytes_done)
 
-        from dashboard.ingest.background import followups_in_background
+        from dashboard.worker.drain import followups_in_background
 
         background = followups_in_background() and not options["wait"]
         try:
@@ -147,7 +147,7 @@ class Command(BaseCommand):
         """
         if not deferred:
             return None
-        from dashboard.ingest.background import drain_start, outbox_drain
+        from dashboard.worker.drain import drain_start, outbox_drain
 
         try:
             return drain_start()

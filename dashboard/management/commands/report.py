@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from dashboard.fleet.reports import session_report
-from dashboard.ingest.background import followups_settle
+from dashboard.worker.drain import followups_settle
 
 
 class Command(BaseCommand):

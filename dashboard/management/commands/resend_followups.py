@@ -35,7 +35,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["drain"]:
-            from dashboard.ingest.background import outbox_drain
+            from dashboard.worker.drain import outbox_drain
 
             sent = outbox_drain()
         else:

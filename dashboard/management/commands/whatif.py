@@ -15,7 +15,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.ingest.background import followups_settle
 from dashboard.savings.inputs import WhatIfInputs
 from dashboard.savings.refresh import SessionNotFoundError, file_whatif, session_find, session_whatif
 from dashboard.web.money import usd
@@ -89,7 +88,6 @@ class Command(BaseCommand):
                 self.stderr.write(f"session {inputs.name}: no request with reported usage, left out")
             return found.sessions
         session = session_find(target)
-        followups_settle()  # its figures come from its analysis, which an ingest may have left to a drain
         try:
             whatif = session_whatif(session=session, scenarios=scenarios)
         except NoRequestsError as error:

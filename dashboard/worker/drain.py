@@ -5,9 +5,9 @@ would wait for every fold, analysis and what-if figure before returning, half it
 ingest. Instead the command leaves the sessions' outbox rows (committed with them, see
 :mod:`dashboard.ingest.followups`) and starts one detached process, ``manage.py resend_followups
 --drain``, that runs them and exits, as a worker would; the command returns once the rows are
-stored. A command that reads the analyses (``report``, ``whatif``) first waits for that drain and
-runs what is left itself (:func:`followups_settle`), so ``ingest`` then ``report`` reads every
-session analysed.
+stored. ``report``, whose costs come from the analyses, first waits for that drain and runs what
+is left itself (:func:`followups_settle`), so ``ingest`` then ``report`` reads every session
+analysed.
 
 One drain at a time: each holds a lock file in the data folder, and one started while another runs
 waits for it, then drains what was written since. Every follow-up is idempotent, so a drain that
